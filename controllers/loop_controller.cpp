@@ -1,0 +1,89 @@
+// loop_controller: event-driven P/PI/PID controller of the networked loop.
+//
+// On every sample y (topic `y`) it computes u = K e + Ki T sum(e) + Kd (e - e_prev) / T with
+// e = r - y, and publishes u (topic `u`) at once, echoing the sample's seq and stamp so the
+// plant can measure the round trip on its own clock. The integral uses the backward
+// rectangle rule over the nominal period T, the same law as analysis/baseline.py.
+//
+// Parameters (shared loop config): rlc/K, rlc/Ki, rlc/Kd, rlc/reference [V], rlc/period [s].
+// Private: ~transport (tcp | tcp_nodelay | udp, for the y subscription), ~padding_bytes,
+//   ~record_path (CSV event log, empty = none).
+#include <netloop/LoopSample.h>
+#include <ros/ros.h>
+
+#include <stdexcept>
+
+#include "netloop/event_log.h"
+#include "netloop/loop_node.h"
+#include "netloop/transport.h"
+
+namespace netloop {
+namespace {
+
+struct PidGains {
+  double K, Ki, Kd, T;
+};
+
+class LoopController {
+ public:
+  LoopController(const PidGains& g, double reference, uint32_t padding, ros::Publisher pub, const std::string& path)
+      : g_(g), r_(reference), padding_(padding), pub_(std::move(pub)), log_(path) {}
+
+  void onSample(const LoopSample::ConstPtr& y) {
+    const ros::WallTime received = ros::WallTime::now();
+    logSample(log_, "rx", "y", *y, toNs(received));
+    const double e = r_ - y->value;
+    integral_ += e * g_.T;
+    const double derivative = have_prev_ ? (e - e_prev_) / g_.T : 0.0;
+    e_prev_ = e;
+    have_prev_ = true;
+    const double u = g_.K * e + g_.Ki * integral_ + g_.Kd * derivative;
+    LoopSample msg = makeSample(seq_++, u, ros::WallTime::now(), y.get(), padding_);
+    pub_.publish(msg);
+    logSample(log_, "tx", "u", msg, -1);
+  }
+
+ private:
+  PidGains g_;
+  double r_;
+  uint32_t padding_;
+  ros::Publisher pub_;
+  EventLog log_;
+  uint32_t seq_ = 0;
+  double integral_ = 0.0, e_prev_ = 0.0;
+  bool have_prev_ = false;
+};
+
+int run() {
+  ros::NodeHandle nh;
+  ros::NodeHandle pnh("~");
+  PidGains gains{requireNumber(nh, "rlc/K", 1.0, Bound::Any), requireNumber(nh, "rlc/Ki", 0.0, Bound::Any),
+                 requireNumber(nh, "rlc/Kd", 0.0, Bound::Any), requireNumber(nh, "rlc/period", 0.02, Bound::Positive)};
+  const double reference = requireNumber(nh, "rlc/reference", 1.0, Bound::Any);
+  const uint32_t padding = static_cast<uint32_t>(requireNumber(pnh, "padding_bytes", 0, Bound::NonNegative));
+  Transport transport;
+  try {
+    transport = parseTransport(pnh.param<std::string>("transport", "tcp_nodelay"));
+  } catch (const std::invalid_argument& e) {
+    exitWithConfigError("parameter " + pnh.resolveName("transport") + ": " + e.what());
+  }
+  LoopController controller(gains, reference, padding, nh.advertise<LoopSample>("u", 10),
+                            pnh.param<std::string>("record_path", ""));
+  ros::Subscriber sub = nh.subscribe("y", 10, &LoopController::onSample, &controller, transportHints(transport));
+  ROS_INFO("loop_controller: K=%g Ki=%g Kd=%g r=%g V, y over %s", gains.K, gains.Ki, gains.Kd, reference,
+           transportName(transport).c_str());
+  ros::spin();
+  return 0;
+}
+
+}  // namespace
+}  // namespace netloop
+
+int main(int argc, char** argv) {
+  ros::init(argc, argv, "loop_controller");
+  try {
+    return netloop::run();
+  } catch (const std::exception& e) {
+    netloop::exitWithConfigError(e.what());
+  }
+}

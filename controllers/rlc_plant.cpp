@@ -1,0 +1,156 @@
+// rlc_plant: the series RLC circuit of the Pound paper as a networked plant.
+//
+// Sensor: time-driven. Every `rlc/period` seconds the circuit is advanced exactly to the
+//   current time and y = Vc is published on `y` (netloop/LoopSample).
+// Actuator: event-driven. When a u arrives on `u` the circuit is advanced to the arrival
+//   time and the source voltage switches to the new u, held until the next one. A u whose
+//   seq is not newer than the last applied one is dropped and counted as stale.
+//
+// Parameters (shared loop config, node namespace):  rlc/R, rlc/L, rlc/C [ohm, H, F],
+//   rlc/period [s], rlc/initial_state [Vc, i].
+// Private parameters:  ~samples (sensor samples to publish, then exit), ~transport
+//   (tcp | tcp_nodelay | udp, for the u subscription), ~padding_bytes, ~record_path (CSV
+//   event log, empty = none), ~connect_timeout [s], ~warmup [s], ~linger [s].
+// Exit status: 0 done, 2 bad parameter, 3 peers never connected.
+#include <netloop/LoopSample.h>
+#include <ros/callback_queue.h>
+#include <ros/ros.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "netloop/event_log.h"
+#include "netloop/loop_node.h"
+#include "netloop/rlc_model.h"
+#include "netloop/transport.h"
+
+namespace netloop {
+namespace {
+
+class RlcPlant {
+ public:
+  RlcPlant(const RlcParams& params, double vc0, double i0, const std::string& record_path)
+      : circuit_(params, vc0, i0), log_(record_path) {}
+
+  /// Advances the circuit to `now` with the input held since the last event.
+  void advanceTo(const ros::WallTime& now) {
+    const double h = (now - last_event_).toSec();
+    if (h > 0) circuit_.advance(h, u_);
+    if (now > last_event_) last_event_ = now;
+  }
+
+  void start(const ros::WallTime& now) { last_event_ = now; }
+
+  void onActuation(const LoopSample::ConstPtr& msg) {
+    const ros::WallTime now = ros::WallTime::now();
+    if (have_applied_ && msg->seq <= last_applied_seq_) {
+      ++stale_;
+      logSample(log_, "stale", "u", *msg, toNs(now));
+      return;
+    }
+    advanceTo(now);
+    u_ = msg->value;
+    last_applied_seq_ = msg->seq;
+    have_applied_ = true;
+    ++applied_;
+    logSample(log_, "rx", "u", *msg, toNs(now));
+  }
+
+  LoopSample sample(uint32_t seq, uint32_t padding) {
+    const ros::WallTime now = ros::WallTime::now();
+    advanceTo(now);
+    LoopSample y = makeSample(seq, circuit_.output(), now, nullptr, padding);
+    logSample(log_, "tx", "y", y, -1);
+    return y;
+  }
+
+  uint64_t applied() const { return applied_; }
+  uint64_t stale() const { return stale_; }
+
+ private:
+  RlcCircuit circuit_;
+  EventLog log_;
+  ros::WallTime last_event_;
+  double u_ = 0.0;
+  uint32_t last_applied_seq_ = 0;
+  bool have_applied_ = false;
+  uint64_t applied_ = 0, stale_ = 0;
+};
+
+/// Runs callbacks until `deadline`, waking for each arriving message.
+void serviceUntil(const ros::WallTime& deadline) {
+  ros::CallbackQueue* queue = ros::getGlobalCallbackQueue();
+  for (ros::WallTime now = ros::WallTime::now(); ros::ok() && now < deadline; now = ros::WallTime::now()) {
+    queue->callAvailable(ros::WallDuration(std::min((deadline - now).toSec(), 0.05)));
+  }
+}
+
+int run() {
+  ros::NodeHandle nh;
+  ros::NodeHandle pnh("~");
+
+  RlcParams params;
+  params.R = requireNumber(nh, "rlc/R", 1.0, Bound::Positive);
+  params.L = requireNumber(nh, "rlc/L", 0.1, Bound::Positive);
+  params.C = requireNumber(nh, "rlc/C", 0.1, Bound::Positive);
+  const double period = requireNumber(nh, "rlc/period", 0.02, Bound::Positive);
+  std::vector<double> x0{0.0, 0.0};
+  if (nh.hasParam("rlc/initial_state") && (!nh.getParam("rlc/initial_state", x0) || x0.size() != 2 ||
+                                           !std::isfinite(x0[0]) || !std::isfinite(x0[1]))) {
+    exitWithConfigError("parameter " + nh.resolveName("rlc/initial_state") +
+                        " must be a list of two finite numbers [Vc, i]");
+  }
+  const int samples = static_cast<int>(requireNumber(pnh, "samples", 150, Bound::Positive));
+  const uint32_t padding = static_cast<uint32_t>(requireNumber(pnh, "padding_bytes", 0, Bound::NonNegative));
+  const double connect_timeout = requireNumber(pnh, "connect_timeout", 15.0, Bound::Positive);
+  const double warmup = requireNumber(pnh, "warmup", 0.5, Bound::NonNegative);
+  const double linger = requireNumber(pnh, "linger", 0.5, Bound::NonNegative);
+  Transport transport;
+  try {
+    transport = parseTransport(pnh.param<std::string>("transport", "tcp_nodelay"));
+  } catch (const std::invalid_argument& e) {
+    exitWithConfigError("parameter " + pnh.resolveName("transport") + ": " + e.what());
+  }
+  const std::string record_path = pnh.param<std::string>("record_path", "");
+
+  RlcPlant plant(params, x0[0], x0[1], record_path);
+  ros::Publisher pub_y = nh.advertise<LoopSample>("y", 10);
+  ros::Subscriber sub_u = nh.subscribe("u", 10, &RlcPlant::onActuation, &plant, transportHints(transport));
+
+  ROS_INFO("rlc_plant: R=%g L=%g C=%g T=%g s, %d samples, u over %s; waiting for the controller",
+           params.R, params.L, params.C, period, samples, transportName(transport).c_str());
+  const ros::WallTime give_up = ros::WallTime::now() + ros::WallDuration(connect_timeout);
+  while (ros::ok() && (pub_y.getNumSubscribers() == 0 || sub_u.getNumPublishers() == 0)) {
+    if (ros::WallTime::now() > give_up) {
+      ROS_FATAL("rlc_plant: no controller connected within %.1f s (y subscribers: %u, u publishers: %u)",
+                connect_timeout, pub_y.getNumSubscribers(), sub_u.getNumPublishers());
+      return 3;
+    }
+    serviceUntil(ros::WallTime::now() + ros::WallDuration(0.01));
+  }
+  serviceUntil(ros::WallTime::now() + ros::WallDuration(warmup));
+
+  const ros::WallTime t0 = ros::WallTime::now();
+  plant.start(t0);
+  for (int k = 0; k < samples && ros::ok(); ++k) {
+    serviceUntil(t0 + ros::WallDuration(k * period));
+    pub_y.publish(plant.sample(static_cast<uint32_t>(k), padding));
+  }
+  serviceUntil(ros::WallTime::now() + ros::WallDuration(linger));
+  ROS_INFO("rlc_plant: done: %d samples sent, %llu actuations applied, %llu stale dropped", samples,
+           static_cast<unsigned long long>(plant.applied()), static_cast<unsigned long long>(plant.stale()));
+  return 0;
+}
+
+}  // namespace
+}  // namespace netloop
+
+int main(int argc, char** argv) {
+  ros::init(argc, argv, "rlc_plant");
+  try {
+    return netloop::run();
+  } catch (const std::exception& e) {
+    netloop::exitWithConfigError(e.what());
+  }
+}
