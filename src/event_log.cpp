@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 namespace netloop {
@@ -28,6 +29,9 @@ void writeAll(int fd, const char* data, size_t len) {
 
 EventLog::EventLog(const std::string& path) {
   if (path.empty()) return;
+  std::error_code ec;  // the directory may not exist yet (e.g. a launch file's record_dir)
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error("cannot create record file '" + path + "': " + std::strerror(errno));
   const std::string header = std::string(kHeader) + "\n";

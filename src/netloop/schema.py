@@ -12,6 +12,7 @@ Example::
 """
 from __future__ import annotations
 
+import copy
 import difflib
 import math
 from typing import Any, Callable, Iterable
@@ -192,7 +193,7 @@ class Map(Node):
             if node.required:
                 raise ConfigError(sub, f"missing required key ({node.describe()})")
             default = node.default
-            out[k] = node.check(default, sub) if isinstance(node, Map) and default == {} else default
+            out[k] = node.check({}, sub) if isinstance(node, Map) and default == {} else copy.deepcopy(default)
         if self.post_check:
             self.post_check(out, key)
         return out

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs what netloop needs and is missing; a second run installs nothing.
+#   - Debian packages (ROS1 from Debian 12, ns-3, build tools) with apt, only those missing.
+#     On a machine with ROS Noetic in /opt/ros/noetic, Debian's ROS packages are skipped.
+#   - .venv: a virtual environment made from /usr/bin/python3 with --system-site-packages
+#     (Debian's rospy lives there), with the pinned PyPI packages of requirements.txt,
+#     reinstalled only when requirements.txt changes.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+ros_debian=(ros-core-dev ros-base-dev python3-rospy python3-roslaunch python3-rosbag python3-rostest
+  python3-rosgraph python3-rospkg python3-topic-tools topic-tools libroscpp-dev catkin rosbash
+  libstd-msgs-dev python3-std-msgs libsensor-msgs-dev python3-sensor-msgs libgeometry-msgs-dev
+  python3-geometry-msgs python3-nav-msgs python3-cv-bridge)
+common=(build-essential cmake libgtest-dev python3-venv python3-dev iproute2 procps xvfb liburdfdom-tools
+  ns3 libns3-dev libgsl-dev)
+
+if [ -f /opt/ros/noetic/setup.sh ]; then
+  echo "setup: ROS Noetic found in /opt/ros/noetic; using it instead of Debian's ROS packages"
+  wanted=("${common[@]}")
+else
+  wanted=("${common[@]}" "${ros_debian[@]}")
+fi
+
+missing=()
+for pkg in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then SUDO=sudo; else
+      echo "setup: these Debian packages are missing and installing them needs root: ${missing[*]}" >&2
+      exit 1
+    fi
+  else SUDO=""; fi
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+venv=.venv
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating $venv from /usr/bin/python3 (with system site-packages)"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+fi
+want_hash=$(sha256sum requirements.txt | cut -d' ' -f1)
+have_hash=$(cat "$venv/.requirements.sha256" 2>/dev/null || true)
+if [ "$want_hash" != "$have_hash" ]; then
+  echo "setup: installing pinned PyPI packages into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r requirements.txt
+  echo "$want_hash" > "$venv/.requirements.sha256"
+fi
+echo "setup: all dependencies present"

@@ -1,0 +1,112 @@
+"""The ``netloop`` command.
+
+    netloop run EXPERIMENT.yaml [--results DIR] [--dry-run]   run an experiment, then report
+    netloop report RESULTS_DIR                                 (re)write report.md + figures
+    netloop validate EXPERIMENT.yaml ...                       check experiment files only
+    netloop testbed up|down|status                             emulated hosts and links
+    netloop bench [--out DIR]                                  latency and throughput benchmarks
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .schema import ConfigError
+
+
+def _cmd_validate(args) -> int:
+    from .experiment import expand, load_experiment
+    for path in args.experiments:
+        cfg = load_experiment(path)
+        print(f"{path}: ok ({len(expand(cfg))} runs: transports {', '.join(cfg['transport'])}, "
+              f"{cfg['repetitions']} repetition(s), link {cfg['link']})")
+    return 0
+
+
+def _cmd_run(args) -> int:
+    from . import runner
+    from .analysis.report import write_report
+    from .experiment import estimated_run_seconds, expand, load_experiment
+
+    cfg = load_experiment(args.experiment)   # refused here, before anything starts
+    cells = expand(cfg)
+    if args.dry_run:
+        print(f"{cfg['name']}: {len(cells)} runs on link '{cfg['link']}', about "
+              f"{len(cells) * estimated_run_seconds(cfg):.0f} s")
+        for c in cells:
+            print(f"  {c.run_id}")
+        return 0
+    out = runner.campaign_dir_for(cfg, args.results)
+    print(f"netloop: running {cfg['name']} ({len(cells)} runs) into {out}")
+    runner.install_signal_handlers()
+    try:
+        runner.run_experiment(cfg, out)
+    except runner.Interrupted as sig:
+        print(f"netloop: interrupted ({sig}); what was recorded is kept in {out}", file=sys.stderr)
+        return 130
+    report = write_report(out)
+    print(f"netloop: report written to {report}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from .analysis.report import ReportError, write_report
+    try:
+        print(write_report(Path(args.results)))
+    except ReportError as err:
+        print(f"netloop report: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    from . import bench
+    return bench.main(Path(args.out))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="netloop", description="Control-over-network experiments for ROS1.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run an experiment file and write its report")
+    p.add_argument("experiment", help="experiment YAML file (see experiments/)")
+    p.add_argument("--results", type=Path, default=None, help="parent directory of the results (default results/)")
+    p.add_argument("--dry-run", action="store_true", help="print the runs and the expected duration, run nothing")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("report", help="write report.md, CSV tables and figures for a results directory")
+    p.add_argument("results", help="a run directory or an experiment's results directory")
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("validate", help="check experiment files without running anything")
+    p.add_argument("experiments", nargs="+")
+    p.set_defaults(func=_cmd_validate)
+
+    p = sub.add_parser("bench", help="benchmarks (latency per transport, sustained echo rate, ...)")
+    p.add_argument("--out", default="bench", help="directory for bench.md and bench.json (default bench/)")
+    p.set_defaults(func=_cmd_bench)
+
+    try:
+        from .testbed.command import register as register_testbed
+    except ImportError:  # pragma: no cover - testbed package missing from a partial checkout
+        pass
+    else:
+        register_testbed(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as err:
+        print(f"netloop: invalid configuration: {err}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as err:
+        print(f"netloop: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

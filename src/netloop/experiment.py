@@ -1,0 +1,124 @@
+"""Experiment files: their schema, loading and the expansion into runs.
+
+An experiment file is YAML; every key is checked before anything starts (unknown keys,
+wrong types and unknown transports or link profiles are refused with the key's dotted
+path and the allowed values). See ``experiments/rlc_loopback.yaml`` for a commented one.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .schema import (Bool, ConfigError, Enum, Int, List, Map, Num, Str, load_yaml, validate)
+from .transports import transport_names
+
+
+def link_profile_names() -> list[str]:
+    """Link profiles available in config/links (one YAML file each)."""
+    return sorted(p.stem for p in (paths.CONFIG / "links").glob("*.yaml"))
+
+
+PLANT = Map({
+    "R": Num(1.0, "resistance [ohm]", gt=0),
+    "L": Num(0.1, "inductance [H]", gt=0),
+    "C": Num(0.1, "capacitance [F]", gt=0),
+    "period": Num(0.02, "sensor sample period T [s]", gt=0, le=10),
+    "initial_state": List(Num(), [0.0, 0.0], "[Vc [V], i [A]] at the start", min_len=2, max_len=2),
+}, default={}, doc="the series RLC circuit of the Pound paper")
+
+CONTROLLER = Map({
+    "K": Num(1.0, "proportional gain"),
+    "Ki": Num(0.0, "integral gain [1/s]"),
+    "Kd": Num(0.0, "derivative gain [s]"),
+    "reference": Num(1.0, "reference step r [V], applied from the first sample"),
+}, default={})
+
+LOOP = Map({
+    "type": Enum(["rlc"], "rlc", what="loop type"),
+    "plant": PLANT,
+    "controller": CONTROLLER,
+    "samples": Int(150, "sensor samples per run (duration = samples x period)", ge=10, le=10_000_000),
+    "padding_bytes": Int(0, "filler bytes added to every loop message", ge=0, le=50_000_000),
+    "placement": Map({
+        "plant": Str("robot", "host of the plant"),
+        "controller": Str("operator", "host of the controller"),
+    }, default={}),
+}, default={})
+
+EXPERIMENT = Map({
+    "name": Str(None, "experiment name (default: the file name)"),
+    "description": Str("", nonempty=False),
+    "link": Enum(link_profile_names, "loopback", "link profile from config/links", what="link profile"),
+    "transport": List(Enum(transport_names, what="transport"), ["tcp_nodelay"],
+                      "one transport or a list; each is run in turn", min_len=1, scalar_ok=True, unique=True),
+    "repetitions": Int(1, "runs per transport", ge=1, le=1000),
+    "loop": LOOP,
+    "run_timeout": Num(120.0, "a run taking longer than this [s] is stopped and marked failed", gt=0),
+    "keep_going": Bool(True, "go on with the other runs when one fails"),
+})
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of an experiment: a transport and a repetition index."""
+
+    transport: str
+    repetition: int
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.transport.replace('/', '+')}-r{self.repetition}"
+
+
+def validate_experiment(data: Any, source: str | None = None, name: str | None = None) -> dict:
+    """Validate a parsed experiment document; returns it with every default filled in."""
+    cfg = validate(EXPERIMENT, data, source)
+    if cfg["name"] is None:
+        if not name:
+            raise ConfigError("name", "missing required key (a string)", source)
+        cfg["name"] = name
+    plant = cfg["loop"]["placement"]["plant"]
+    controller = cfg["loop"]["placement"]["controller"]
+    hosts = ("robot", "operator", "relay")
+    for key, host in (("plant", plant), ("controller", controller)):
+        if host not in hosts:
+            raise ConfigError(f"loop.placement.{key}", f"unknown host {host!r}; allowed: {', '.join(hosts)}",
+                              source)
+    return cfg
+
+
+def load_experiment(path: str | Path) -> dict:
+    """Read and validate an experiment file."""
+    path = Path(path)
+    return validate_experiment(load_yaml(str(path)), str(path), name=path.stem)
+
+
+def expand(cfg: dict) -> list[Cell]:
+    """The runs of an experiment, in the order they are run."""
+    return [Cell(t, r) for t, r in itertools.product(cfg["transport"], range(cfg["repetitions"]))]
+
+
+def estimated_run_seconds(cfg: dict) -> float:
+    """Rough wall time of one run: master start, connection, warm-up, sampling, linger."""
+    loop = cfg["loop"]
+    return 4.0 + loop["samples"] * loop["plant"]["period"]
+
+
+def for_cell(cfg: dict, cell: Cell) -> dict:
+    """The experiment as one run sees it (a deep copy with the cell's transport)."""
+    out = copy.deepcopy(cfg)
+    out["transport"] = cell.transport
+    out["repetition"] = cell.repetition
+    return out
+
+
+def rlc_parameters(loop: dict) -> dict[str, Any]:
+    """The shared loop parameters (``/rlc/*``) both nodes read."""
+    plant, ctl = loop["plant"], loop["controller"]
+    return {"R": plant["R"], "L": plant["L"], "C": plant["C"], "period": plant["period"],
+            "initial_state": list(plant["initial_state"]), "K": ctl["K"], "Ki": ctl["Ki"],
+            "Kd": ctl["Kd"], "reference": ctl["reference"]}

@@ -1,0 +1,98 @@
+"""A ROS master started for one run, on a free port, and the parameter server calls the
+runner needs (through the master's XML-RPC API, as rosparam does)."""
+from __future__ import annotations
+
+import socket
+import time
+import xmlrpc.client
+from typing import Any
+
+from .processes import ManagedProcess, ProcessGroup, log_tail
+
+CALLER_ID = "/netloop_runner"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free now on ``host`` (of the calling namespace)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class MasterError(RuntimeError):
+    pass
+
+
+class RosMaster:
+    """``roscore -p PORT`` on a host; ``uri`` is what nodes put in ROS_MASTER_URI."""
+
+    def __init__(self, group: ProcessGroup, env: dict[str, str], address: str = "127.0.0.1",
+                 port: int | None = None, prefix: list[str] | None = None, name: str = "roscore"):
+        self.group, self.env, self.address, self.prefix, self.name = group, env, address, prefix or [], name
+        self.port = port or free_port()
+        self.uri = f"http://{address}:{self.port}/"
+        self.process: ManagedProcess | None = None
+
+    def start(self, timeout: float = 20.0) -> "RosMaster":
+        env = dict(self.env, ROS_MASTER_URI=self.uri, ROS_IP=self.address)
+        self.process = self.group.start(self.name, ["roscore", "-p", str(self.port)], env=env,
+                                        prefix=self.prefix)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise MasterError(f"roscore exited with status {self.process.poll()}:\n"
+                                  f"{log_tail(self.process.log_path)}")
+            if self.ready():
+                return self
+            time.sleep(0.1)
+        raise MasterError(f"roscore on {self.uri} not answering after {timeout:.0f} s:\n"
+                          f"{log_tail(self.process.log_path)}")
+
+    def proxy(self) -> xmlrpc.client.ServerProxy:
+        return xmlrpc.client.ServerProxy(self.uri)
+
+    def ready(self) -> bool:
+        try:
+            code, _, _ = self.proxy().getPid(CALLER_ID)
+            return code == 1
+        except (OSError, xmlrpc.client.Error):
+            return False
+
+    def set_params(self, params: dict[str, Any], namespace: str = "/") -> None:
+        """Set every leaf of a nested dict below ``namespace``."""
+        proxy = self.proxy()
+        for key, value in params.items():
+            name = namespace.rstrip("/") + "/" + key
+            code, msg, _ = proxy.setParam(CALLER_ID, name, value)
+            if code != 1:
+                raise MasterError(f"setParam {name}: {msg}")
+
+    def lookup_node(self, name: str) -> str:
+        code, msg, uri = self.proxy().lookupNode(CALLER_ID, name)
+        if code != 1:
+            raise MasterError(f"lookupNode {name}: {msg}")
+        return uri
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.group.stop(self.process)
+
+
+def bus_info(node_uri: str) -> list[dict[str, Any]]:
+    """A node's connections, as ``rosnode info`` shows them (XML-RPC getBusInfo)."""
+    code, msg, info = xmlrpc.client.ServerProxy(node_uri).getBusInfo(CALLER_ID)
+    if code != 1:
+        raise MasterError(f"getBusInfo {node_uri}: {msg}")
+    keys = ("id", "destination", "direction", "transport", "topic", "connected", "info")
+    return [dict(zip(keys, row)) for row in info]
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.05) -> bool:
+    """Poll ``predicate`` until it returns true or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+

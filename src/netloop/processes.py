@@ -1,0 +1,95 @@
+"""Starting and stopping the processes of a run, with nothing left behind.
+
+Every process is started in its own process group with its output in a log file, and
+with PR_SET_PDEATHSIG so that it is terminated even if the process that started it is
+killed with SIGKILL. Stopping sends SIGINT (what roscpp and roslaunch expect), then
+SIGTERM, then SIGKILL, each after a grace period, and only ever to the PIDs started here.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    os.setpgid(0, 0)
+
+
+@dataclass
+class ManagedProcess:
+    name: str
+    argv: list[str]
+    popen: subprocess.Popen
+    log_path: Path
+    started: float = field(default_factory=time.time)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+
+class ProcessGroup:
+    """The processes of one run; a context manager that stops them all on exit."""
+
+    def __init__(self, log_dir: Path):
+        self.log_dir = Path(log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.processes: list[ManagedProcess] = []
+
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None,
+              prefix: list[str] | None = None) -> ManagedProcess:
+        """Start ``argv`` (behind ``prefix``, e.g. ``ip netns exec robot``), output to logs/<name>.log."""
+        log_path = self.log_dir / f"{name}.log"
+        with open(log_path, "ab") as log:
+            popen = subprocess.Popen(list(prefix or []) + list(argv), stdin=subprocess.DEVNULL, stdout=log,
+                                     stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent,
+                                     close_fds=True)
+        proc = ManagedProcess(name, list(argv), popen, log_path)
+        self.processes.append(proc)
+        return proc
+
+    def stop(self, proc: ManagedProcess, grace: float = 3.0) -> int | None:
+        """Stop one process: SIGINT, then SIGTERM, then SIGKILL. Returns its exit status."""
+        for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
+            if proc.poll() is not None:
+                break
+            try:
+                os.killpg(proc.pid, sig)  # its own group: the process and its children
+            except ProcessLookupError:
+                break
+            try:
+                proc.popen.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+        return proc.poll()
+
+    def stop_all(self) -> dict[str, int | None]:
+        """Stop every process, the last started first. Returns name -> exit status."""
+        return {p.name: self.stop(p) for p in reversed(self.processes)}
+
+    def __enter__(self) -> "ProcessGroup":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop_all()
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    """The last lines of a log file, for error messages."""
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])

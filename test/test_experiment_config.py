@@ -1,0 +1,80 @@
+"""Experiment files: defaults, and every kind of bad input refused with the key and what is allowed."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+from netloop import paths
+from netloop.experiment import expand, load_experiment, validate_experiment
+from netloop.schema import ConfigError
+
+
+def test_shipped_experiments_are_valid():
+    shipped = sorted(paths.EXPERIMENTS.glob("*.yaml"))
+    assert shipped, "no experiment files shipped"
+    for path in shipped:
+        cfg = load_experiment(path)
+        assert cfg["name"]
+
+
+def test_defaults_are_the_pound_paper_loop():
+    cfg = validate_experiment({}, name="x")
+    plant, ctl = cfg["loop"]["plant"], cfg["loop"]["controller"]
+    assert (plant["R"], plant["L"], plant["C"], plant["period"]) == (1.0, 0.1, 0.1, 0.02)
+    assert (ctl["K"], ctl["reference"]) == (1.0, 1.0)
+    assert cfg["transport"] == ["tcp_nodelay"] and cfg["link"] == "loopback"
+
+
+def test_one_word_transport_and_expansion():
+    cfg = validate_experiment({"transport": "udp", "repetitions": 3}, name="x")
+    assert cfg["transport"] == ["udp"]
+    assert [c.run_id for c in expand(cfg)] == ["udp-r0", "udp-r1", "udp-r2"]
+
+
+@pytest.mark.parametrize("doc,key,words", [
+    ({"transport": "udpp"}, "transport[0]", ["unknown transport 'udpp'", "did you mean 'udp'", "tcp, tcp_nodelay, udp"]),
+    ({"loop": {"plant": {"Rr": 1}}}, "loop.plant.Rr", ["unknown key", "did you mean 'R'", "R, L, C, period"]),
+    ({"loop": {"plant": {"R": -1}}}, "loop.plant.R", ["out of range", "> 0"]),
+    ({"loop": {"plant": {"C": ".nan"}}}, "loop.plant.C", ["expected a number"]),
+    ({"loop": {"samples": "many"}}, "loop.samples", ["expected an integer"]),
+    ({"repetitions": 0}, "repetitions", [">= 1"]),
+    ({"link": "wify"}, "link", ["unknown link profile 'wify'", "loopback"]),
+    ({"loop": {"placement": {"plant": "moon"}}}, "loop.placement.plant", ["unknown host 'moon'", "robot, operator"]),
+    ({"loop": {"plant": {"initial_state": [1]}}}, "loop.plant.initial_state", ["exactly 2 items"]),
+    ({"colour": "red"}, "colour", ["unknown key", "allowed keys at the top level"]),
+])
+def test_bad_input_names_key_and_allowed_values(doc, key, words):
+    with pytest.raises(ConfigError) as err:
+        validate_experiment(doc, source="exp.yaml", name="x")
+    assert err.value.key == key
+    text = str(err.value)
+    assert text.startswith(f"exp.yaml: {key}: ")
+    for w in words:
+        assert w in text
+
+
+def test_nan_given_in_yaml_is_refused():
+    with pytest.raises(ConfigError, match=r"loop\.plant\.C: expected a number .*nan"):
+        validate_experiment(yaml.safe_load("loop: {plant: {C: .nan}}"), name="x")
+
+
+def test_cli_refuses_invalid_experiment_and_starts_nothing(tmp_path, ros_env):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("transport: [tcp, quic]\n")
+    results = tmp_path / "results"
+    res = subprocess.run([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run", str(bad),
+                          "--results", str(results)], env=ros_env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert "transport[1]: unknown transport 'quic'" in res.stderr
+    assert "allowed: tcp, tcp_nodelay, udp" in res.stderr
+    assert not results.exists(), "nothing may be created for an invalid experiment"
+
+
+def test_cli_dry_run_lists_runs(ros_env):
+    res = subprocess.run([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run", "--dry-run",
+                          str(paths.EXPERIMENTS / "rlc_loopback.yaml")], env=ros_env, capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "tcp-r0" in res.stdout and "udp-r0" in res.stdout and "3 runs" in res.stdout
