@@ -32,25 +32,33 @@ def transport_color(name: str) -> str:
 
 def step_overlay(runs: Iterable[dict], path: Path, title: str = "RLC loop step response") -> Path:
     """Networked step responses (one line per run, coloured by transport) over the local
-    baseline, in the manner of the Pound paper's control-loop figure."""
+    baseline, in the manner of the Pound paper's control-loop figure; the lower panel shows
+    each run's deviation from the baseline, where small differences become visible."""
     runs = [r for r in runs if r.get("ok")]
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=110)
+    fig, (ax, dev) = plt.subplots(2, 1, figsize=(7.5, 5.6), dpi=110, sharex=True,
+                                  gridspec_kw={"height_ratios": [3, 1.4]})
     if runs:
         base = runs[0]
-        ax.step(base["t"], base["baseline_y"], where="post", color=transport_color("baseline"), lw=2.2,
-                label="local baseline (no network)", zorder=5)
+        ax.step(base["t"], base["baseline_y"], where="post", color="0.55", lw=4.0, alpha=0.5,
+                label="local baseline (no network)", zorder=1)
         ax.axhline(base["baseline_step"]["SteadyStateValue"], color="0.6", lw=0.8, ls=":")
+        dev.axhline(0.0, color="0.55", lw=2.0, alpha=0.5)
     seen = set()
     for r in runs:
         label = r["transport"] if r["transport"] not in seen else None
         seen.add(r["transport"])
-        ax.step(r["t"], r["y"], where="post", color=transport_color(r["transport"]), lw=1.2, alpha=0.85,
-                label=label)
-    ax.set_xlabel("time since the first sample [s]")
+        color = transport_color(r["transport"])
+        ax.step(r["t"], r["y"], where="post", color=color, lw=1.1, alpha=0.9, label=label, zorder=3)
+        n = min(len(r["y"]), len(r["baseline_y"]))
+        diff_mv = [1e3 * (a - b) for a, b in zip(r["y"][:n], r["baseline_y"][:n])]
+        dev.step(r["t"][:n], diff_mv, where="post", color=color, lw=1.0, alpha=0.9)
     ax.set_ylabel("capacitor voltage y = Vc [V]")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
+    dev.set_xlabel("time since the first sample [s]")
+    dev.set_ylabel("y − baseline [mV]")
+    dev.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -45,7 +45,8 @@ RUN_COLUMNS = [
     ("run", lambda a: a["run_id"]),
     ("transport", lambda a: a["transport"]),
     ("status", lambda a: a["status"]),
-    ("negotiated (u / y)", lambda a: " / ".join(str(v) for v in a.get("negotiated_transport", {}).values()) or "–"),
+    ("negotiated", lambda a: ", ".join(f"{k.strip('/')} {v}" for k, v in a.get("negotiated_transport", {}).items())
+     or "–"),
     ("overshoot [%]", lambda a: a["step"]["Overshoot"]),
     ("settling [s]", lambda a: a["step"]["SettlingTime"]),
     ("rise [s]", lambda a: a["step"]["RiseTime"]),

@@ -57,13 +57,15 @@ class RlcPlant {
     logSample(log_, "rx", "u", *msg, toNs(now));
   }
 
+  /// Advances to now and returns the sensor sample y(seq), stamped now.
   LoopSample sample(uint32_t seq, uint32_t padding) {
     const ros::WallTime now = ros::WallTime::now();
     advanceTo(now);
-    LoopSample y = makeSample(seq, circuit_.output(), now, nullptr, padding);
-    logSample(log_, "tx", "y", y, -1);
-    return y;
+    return makeSample(seq, circuit_.output(), now, nullptr, padding);
   }
+
+  /// Records a sample once it is published (so the record write adds no delay to it).
+  void recordSent(const LoopSample& y) { logSample(log_, "tx", "y", y, -1); }
 
   uint64_t applied() const { return applied_; }
   uint64_t stale() const { return stale_; }
@@ -135,7 +137,9 @@ int run() {
   plant.start(t0);
   for (int k = 0; k < samples && ros::ok(); ++k) {
     serviceUntil(t0 + ros::WallDuration(k * period));
-    pub_y.publish(plant.sample(static_cast<uint32_t>(k), padding));
+    const LoopSample y = plant.sample(static_cast<uint32_t>(k), padding);
+    pub_y.publish(y);
+    plant.recordSent(y);
   }
   serviceUntil(ros::WallTime::now() + ros::WallDuration(linger));
   ROS_INFO("rlc_plant: done: %d samples sent, %llu actuations applied, %llu stale dropped", samples,

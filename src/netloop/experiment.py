@@ -12,14 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import paths
 from .schema import (Bool, ConfigError, Enum, Int, List, Map, Num, Str, load_yaml, validate)
+from .testbed import profile_names
 from .transports import transport_names
-
-
-def link_profile_names() -> list[str]:
-    """Link profiles available in config/links (one YAML file each)."""
-    return sorted(p.stem for p in (paths.CONFIG / "links").glob("*.yaml"))
 
 
 PLANT = Map({
@@ -52,7 +47,7 @@ LOOP = Map({
 EXPERIMENT = Map({
     "name": Str(None, "experiment name (default: the file name)"),
     "description": Str("", nonempty=False),
-    "link": Enum(link_profile_names, "loopback", "link profile from config/links", what="link profile"),
+    "link": Enum(profile_names, "loopback", "link profile from config/links", what="link profile"),
     "transport": List(Enum(transport_names, what="transport"), ["tcp_nodelay"],
                       "one transport or a list; each is run in turn", min_len=1, scalar_ok=True, unique=True),
     "repetitions": Int(1, "runs per transport", ge=1, le=1000),

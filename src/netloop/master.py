@@ -2,6 +2,7 @@
 runner needs (through the master's XML-RPC API, as rosparam does)."""
 from __future__ import annotations
 
+import os
 import socket
 import time
 import xmlrpc.client
@@ -10,6 +11,9 @@ from typing import Any
 from .processes import ManagedProcess, ProcessGroup, log_tail
 
 CALLER_ID = "/netloop_runner"
+#: rosout from Debian's ROS packages or ROS Noetic (roscore starts the same binary).
+ROSOUT_BINARY = next((p for p in ("/opt/ros/noetic/lib/rosout/rosout", "/usr/lib/rosout/rosout")
+                      if os.path.exists(p)), "rosout")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -24,29 +28,35 @@ class MasterError(RuntimeError):
 
 
 class RosMaster:
-    """``roscore -p PORT`` on a host; ``uri`` is what nodes put in ROS_MASTER_URI."""
+    """The ROS core of a run on a host: ``rosmaster --core -p PORT`` and the ``rosout`` node,
+    what ``roscore`` starts, but started here so each is a process of the run's group (and
+    stopped by its PID). ``uri`` is what nodes put in ROS_MASTER_URI."""
 
     def __init__(self, group: ProcessGroup, env: dict[str, str], address: str = "127.0.0.1",
-                 port: int | None = None, prefix: list[str] | None = None, name: str = "roscore"):
+                 port: int | None = None, prefix: list[str] | None = None, name: str = "master"):
         self.group, self.env, self.address, self.prefix, self.name = group, env, address, prefix or [], name
         self.port = port or free_port()
         self.uri = f"http://{address}:{self.port}/"
         self.process: ManagedProcess | None = None
+        self.rosout: ManagedProcess | None = None
 
     def start(self, timeout: float = 20.0) -> "RosMaster":
         env = dict(self.env, ROS_MASTER_URI=self.uri, ROS_IP=self.address)
-        self.process = self.group.start(self.name, ["roscore", "-p", str(self.port)], env=env,
-                                        prefix=self.prefix)
+        self.process = self.group.start(self.name, ["rosmaster", "--core", "-p", str(self.port), "-w", "3"],
+                                        env=env, prefix=self.prefix)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while not self.ready():
             if self.process.poll() is not None:
-                raise MasterError(f"roscore exited with status {self.process.poll()}:\n"
+                raise MasterError(f"rosmaster exited with status {self.process.poll()}:\n"
                                   f"{log_tail(self.process.log_path)}")
-            if self.ready():
-                return self
-            time.sleep(0.1)
-        raise MasterError(f"roscore on {self.uri} not answering after {timeout:.0f} s:\n"
-                          f"{log_tail(self.process.log_path)}")
+            if time.monotonic() > deadline:
+                raise MasterError(f"rosmaster on {self.uri} not answering after {timeout:.0f} s:\n"
+                                  f"{log_tail(self.process.log_path)}")
+            time.sleep(0.05)
+        self.set_params({"run_id": self.name + "-" + str(self.port)}, "/")
+        self.rosout = self.group.start(f"{self.name}-rosout", [ROSOUT_BINARY, "__name:=rosout"], env=env,
+                                       prefix=self.prefix)
+        return self
 
     def proxy(self) -> xmlrpc.client.ServerProxy:
         return xmlrpc.client.ServerProxy(self.uri)
@@ -74,8 +84,9 @@ class RosMaster:
         return uri
 
     def stop(self) -> None:
-        if self.process is not None:
-            self.group.stop(self.process)
+        for proc in (self.rosout, self.process):
+            if proc is not None:
+                self.group.stop(proc)
 
 
 def bus_info(node_uri: str) -> list[dict[str, Any]]:

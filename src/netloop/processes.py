@@ -61,7 +61,11 @@ class ProcessGroup:
         return proc
 
     def stop(self, proc: ManagedProcess, grace: float = 3.0) -> int | None:
-        """Stop one process: SIGINT, then SIGTERM, then SIGKILL. Returns its exit status."""
+        """Stop one process: SIGINT, then SIGTERM, then SIGKILL. Returns its exit status.
+
+        Descendants that left its process group (roslaunch, for one, starts its children
+        with setsid) are collected first and killed if they outlive it."""
+        descendants = _descendants(proc.pid)
         for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
             if proc.poll() is not None:
                 break
@@ -73,6 +77,12 @@ class ProcessGroup:
                 proc.popen.wait(timeout=wait)
             except subprocess.TimeoutExpired:
                 continue
+        for pid, start in descendants:
+            if _start_time(pid) == start:  # still the same process, not a reused PID
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         return proc.poll()
 
     def stop_all(self) -> dict[str, int | None]:
@@ -84,6 +94,35 @@ class ProcessGroup:
 
     def __exit__(self, *exc) -> None:
         self.stop_all()
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (to tell it from a reused PID)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _descendants(pid: int) -> list[tuple[int, int | None]]:
+    """Every descendant of ``pid`` now, as (pid, start time)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                children = Path(f"/proc/{parent}/task/{tid}/children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                found.append((child, _start_time(child)))
+                todo.append(child)
+    return found
 
 
 def log_tail(path: Path, lines: int = 15) -> str:

@@ -1,0 +1,130 @@
+"""``netloop bench`` (``make bench``): speed is measured here, not in timed tests.
+
+Measured on loopback with the real nodes and a real master, written to bench/bench.md and
+bench/bench.json with the machine it ran on:
+
+  - one-way latency of loop messages per transport at 50 Hz (median, p99, in ms);
+  - the highest echo rate the plant/controller pair sustains per transport: the plant
+    samples at f Hz, the controller answers every sample, and f counts as sustained when at
+    least 99 % of the samples are answered and the achieved rate is within 1 % of f;
+  - link emulation figures of the testbed (bring-up and tear-down time; ns-3 CPU and lag),
+    when the machine allows namespaces (root).
+
+The machine is shared and noisy: every figure is a median, and ratios are given where
+a comparison matters.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+from .analysis.loop_run import analyse_loop_run, load_loop_run
+from .analysis.records import read_events
+from .experiment import validate_experiment
+from .rundir import host_info, now_iso
+from .runner import run_loop
+
+LATENCY_TRANSPORTS = ("tcp", "tcp_nodelay", "udp")
+ECHO_RATES_HZ = (1000, 2000, 5000, 10000, 20000)
+
+
+def _run(work: Path, name: str, transport: str, samples: int, period: float) -> Path:
+    cfg = validate_experiment({"transport": transport, "loop": {"samples": samples, "plant": {"period": period}},
+                               "run_timeout": 120}, name="bench")
+    cfg["transport"] = transport
+    run_dir = work / name
+    meta = run_loop(cfg, run_dir, log=lambda _: None)
+    if meta["status"] != "complete":
+        raise RuntimeError(f"bench run {name} {meta['status']}: {meta.get('error')}")
+    return run_dir
+
+
+def latency(work: Path, samples: int = 1000) -> list[dict[str, Any]]:
+    rows = []
+    for transport in LATENCY_TRANSPORTS:
+        a = analyse_loop_run(load_loop_run(_run(work, f"latency-{transport}", transport, samples, 0.02)))
+        rows.append({"transport": transport, "rate_hz": 50, "messages": a["sensor"]["delay"]["n"],
+                     "y_median_ms": a["sensor"]["delay"]["p50_ms"], "y_p99_ms": a["sensor"]["delay"]["p99_ms"],
+                     "u_median_ms": a["actuation"]["delay"]["p50_ms"], "u_p99_ms": a["actuation"]["delay"]["p99_ms"],
+                     "rtt_median_ms": a["rtt"]["p50_ms"]})
+    return rows
+
+
+def echo_rate(work: Path, transport: str, seconds: float = 2.0) -> dict[str, Any]:
+    """The highest rate in ECHO_RATES_HZ sustained with < 1 % loss, and every step tried."""
+    steps, best = [], None
+    for rate in ECHO_RATES_HZ:
+        samples = int(rate * seconds)
+        run_dir = _run(work, f"echo-{transport}-{rate}", transport, samples, 1.0 / rate)
+        plant = read_events(run_dir / "records" / "plant.csv")
+        y = plant.select("tx", "y")
+        answered = len(set(plant.select("rx", "u").answer_seq.tolist()) |
+                       set(plant.select("stale", "u").answer_seq.tolist()))
+        achieved = (len(y) - 1) / ((y.stamp_ns[-1] - y.stamp_ns[0]) / 1e9)
+        ok = bool(answered >= 0.99 * len(y) and achieved >= 0.99 * rate)
+        steps.append({"rate_hz": rate, "achieved_hz": round(achieved, 1), "answered": answered / len(y), "ok": ok})
+        shutil.rmtree(run_dir, ignore_errors=True)
+        if not ok:
+            break
+        best = rate
+    return {"transport": transport, "sustained_hz": best, "steps": steps}
+
+
+def testbed_figures() -> dict[str, Any]:
+    try:
+        from .testbed import bench as tb_bench
+    except ImportError:
+        return {"skipped": "testbed benchmarks not available"}
+    try:
+        return tb_bench.run_all()
+    except Exception as err:  # e.g. not root: say so in the table, do not fail the others
+        return {"skipped": f"{type(err).__name__}: {err}"}
+
+
+def _md(results: dict[str, Any]) -> str:
+    h = results["host"]
+    lines = [f"# netloop benchmarks ({results['date']})", "",
+             f"Machine: {h['cpu']}, {h['cores']} cores, kernel {h['kernel']} (shared; medians quoted).", "",
+             "## One-way latency of loop messages on loopback, 50 Hz", "",
+             "| transport | messages | y median [ms] | y p99 [ms] | u median [ms] | u p99 [ms] | RTT median [ms] |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results["latency"]:
+        lines.append(f"| {r['transport']} | {r['messages']} | {r['y_median_ms']:.3f} | {r['y_p99_ms']:.3f} | "
+                     f"{r['u_median_ms']:.3f} | {r['u_p99_ms']:.3f} | {r['rtt_median_ms']:.3f} |")
+    lines += ["", "## Highest echo rate sustained (< 1 % unanswered, rate within 1 %)", "",
+              "| transport | sustained [Hz] | steps (target → achieved, answered) |", "|---|---|---|"]
+    for r in results["echo"]:
+        steps = "; ".join(f"{s['rate_hz']} → {s['achieved_hz']:.0f} Hz, {100 * s['answered']:.1f} %"
+                          for s in r["steps"])
+        lines.append(f"| {r['transport']} | {r['sustained_hz'] or '< ' + str(ECHO_RATES_HZ[0])} | {steps} |")
+    lines += ["", "## Testbed", "", "```", json.dumps(results["testbed"], indent=1, default=str), "```", ""]
+    return "\n".join(lines)
+
+
+def main(out: Path) -> int:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="netloop-bench-"))
+    started = time.monotonic()
+    try:
+        print("bench: latency per transport at 50 Hz ...", flush=True)
+        results: dict[str, Any] = {"date": now_iso(), "host": host_info(), "latency": latency(work)}
+        results["echo"] = []
+        for transport in ("tcp_nodelay", "udp"):
+            print(f"bench: echo rate over {transport} ...", flush=True)
+            results["echo"].append(echo_rate(work, transport))
+        print("bench: testbed ...", flush=True)
+        results["testbed"] = testbed_figures()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    results["seconds"] = round(time.monotonic() - started, 1)
+    (out / "bench.json").write_text(json.dumps(results, indent=1, default=str))
+    (out / "bench.md").write_text(_md(results))
+    print((out / "bench.md").read_text())
+    return 0
+

@@ -1,0 +1,137 @@
+"""Whole runs through `netloop run`: real roscore, real nodes, loopback link.
+
+Checks the issue's acceptance criteria: each transport's loop matches the local baseline
+(final value within 1 %, overshoot within 2 percentage points, settling time within one
+sample period), the requested transport is the negotiated one, a killed or interrupted
+run leaves a readable run directory and no process behind, and the report shows it all.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from netloop import paths
+from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
+from netloop.analysis.report import write_report
+from netloop.experiment import load_experiment
+from netloop.master import wait_for
+from netloop.runner import campaign_dir_for, run_experiment
+
+pytestmark = pytest.mark.integration
+
+EXPECTED = {"tcp": {"y": "TCPROS", "u": "TCPROS"}, "tcp_nodelay": {"y": "TCPROS+NODELAY", "u": "TCPROS+NODELAY"},
+            "udp": {"y": "UDPROS", "u": "UDPROS"}}
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """PIDs whose environment mentions ``text`` (every process of a run has its log dir there)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if text.encode() in Path(f"/proc/{pid}/environ").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            continue
+    return [p for p in found if p != os.getpid()]
+
+
+@pytest.fixture(scope="module")
+def loopback_campaign(tmp_path_factory):
+    cfg = load_experiment(paths.EXPERIMENTS / "rlc_loopback.yaml")
+    out = campaign_dir_for(cfg, tmp_path_factory.mktemp("results"))
+    run_experiment(cfg, out, log=lambda _: None)
+    return out
+
+
+@pytest.mark.parametrize("transport", ["tcp", "tcp_nodelay", "udp"])
+def test_loop_matches_local_baseline(loopback_campaign, transport):
+    a = analyse_loop_run(load_loop_run(loopback_campaign / "runs" / f"{transport}-r0"))
+    assert a["ok"] and a["status"] == "complete", a["problems"]
+    assert a["samples"] == 150
+    step, base = a["step"], a["baseline_step"]
+    assert abs(step["SteadyStateValue"] - 0.5) <= 0.005, step            # final value within 1 %
+    assert abs(step["Overshoot"] - base["Overshoot"]) <= 2.0, (step, base)  # within 2 pp
+    assert abs(step["SettlingTime"] - base["SettlingTime"]) <= 0.02 + 1e-9, (step, base)  # within one T
+    assert a["sensor"]["MDR"] == 1.0 and a["actuation"]["MDR"] >= 0.99
+    assert a["rtt"]["n"] >= 148
+
+
+@pytest.mark.parametrize("transport", ["tcp", "tcp_nodelay", "udp"])
+def test_metadata_records_negotiated_transport(loopback_campaign, transport):
+    meta = json.loads((loopback_campaign / "runs" / f"{transport}-r0" / "metadata.json").read_text())
+    assert meta["format"] == "netloop-run/1" and meta["status"] == "complete"
+    assert meta["negotiated_transport"] == {f"/{k}": v for k, v in EXPECTED[transport].items()}
+    for key in ("git", "host", "ros", "start_time", "end_time", "experiment", "transport", "link"):
+        assert meta.get(key) is not None, key
+    assert meta["experiment"]["transport"] == transport
+    assert meta["exit_codes"]["plant"] == 0
+
+
+def test_report_tables_match_csv_and_figures_exist(loopback_campaign):
+    report = write_report(loopback_campaign)
+    text = report.read_text()
+    for fig in ("step_response.png", "delay_sensor.png", "delay_actuation.png"):
+        assert (loopback_campaign / "figures" / fig).stat().st_size > 10_000
+        assert f"figures/{fig}" in text
+    with open(loopback_campaign / "runs.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["run"] for r in rows] == ["tcp-r0", "tcp_nodelay-r0", "udp-r0"]
+    for r in rows:
+        a = analyse_loop_run(load_loop_run(loopback_campaign / "runs" / r["run"]))
+        assert float(r["overshoot [%]"]) == pytest.approx(a["step"]["Overshoot"])
+        assert float(r["y delay mean [ms]"]) == pytest.approx(a["sensor"]["delay"]["mean_ms"])
+        assert f"| {r['run']} | {r['transport']} | complete |" in text
+
+
+def start_cli_run(tmp_path: Path, samples: int) -> tuple[subprocess.Popen, Path]:
+    exp = tmp_path / "long.yaml"
+    exp.write_text(yaml.safe_dump({"name": "long", "transport": "tcp_nodelay", "loop": {"samples": samples}}))
+    results = tmp_path / "results"
+    env = dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
+    proc = subprocess.Popen([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run", str(exp),
+                             "--results", str(results)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    run_dir_box = []
+
+    def recording():
+        dirs = list(results.glob("long-*/runs/tcp_nodelay-r0"))
+        if dirs and (dirs[0] / "records" / "plant.csv").exists():
+            run_dir_box[:] = dirs
+            return len((dirs[0] / "records" / "plant.csv").read_text().splitlines()) > 50
+        return False
+    assert wait_for(recording, 30), proc.stdout.read1().decode() if proc.poll() is not None else "no records"
+    return proc, run_dir_box[0]
+
+
+def test_killed_run_leaves_readable_run_dir_and_no_process(tmp_path):
+    proc, run_dir = start_cli_run(tmp_path, samples=100000)
+    assert processes_mentioning(str(run_dir))          # the run's nodes are up
+    proc.send_signal(signal.SIGKILL)                     # no cleanup code runs in the runner
+    proc.wait(10)
+    assert wait_for(lambda: not processes_mentioning(str(run_dir)), 15), "processes survived the runner"
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert meta["status"] == "running" and meta["end_time"] is None
+    run = load_loop_run(run_dir)
+    assert any("incomplete" in p for p in run.problems)
+    a = analyse_loop_run(run)
+    assert a["ok"] and a["samples"] >= 20  # 50 rows of plant.csv = about 25 samples (y out, u in)
+    report = write_report(run_dir).read_text()
+    assert "run incomplete" in report
+
+
+def test_sigterm_marks_run_interrupted_and_cleans_up(tmp_path):
+    proc, run_dir = start_cli_run(tmp_path, samples=100000)
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=30)[0].decode()
+    assert proc.returncode == 130, out
+    assert "interrupted" in out
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert meta["status"] == "interrupted" and meta["end_time"]
+    assert not processes_mentioning(str(run_dir))
