@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""ROS node driving the SunFounder Smart Video Car: ``cmd_vel`` in, JPEG camera out.
+
+Subscribes
+  ``cmd_vel`` (geometry_msgs/Twist): linear.x (m/s) and angular.z (rad/s), see
+  :mod:`netloop.car_driver.controller` for the mapping, limits and watchdog.
+  ``pan_tilt`` (sensor_msgs/JointState): positions of ``camera_pan_joint`` /
+  ``camera_tilt_joint`` (rad, REP-103: pan + left, tilt + down).
+Publishes
+  ``camera/image/compressed`` (sensor_msgs/CompressedImage, format "jpeg", frame
+  ``camera_optical_frame``) at ``~camera_rate``.
+Parameters (defaults from the car profile where it has them)
+  ``~car`` (smart_video_car), ``~profile_file`` (a YAML path, overrides ~car),
+  ``~hardware`` (real | fake), ``~gpio_backend`` (auto | lgpio | gpiozero),
+  ``~watchdog_timeout`` (0.25 s), ``~steering_offset``, ``~camera`` (true),
+  ``~camera_device``, ``~camera_width``, ``~camera_height``, ``~camera_rate``,
+  ``~jpeg_quality``, ``~fake_state_file`` (fake hardware only: JSON dump of the fake registers
+  and pins after every change, for tests and for watching the node without a car).
+
+The motors stop when commands stop arriving (watchdog), on any error in the command path,
+on shutdown (SIGINT/SIGTERM, rosnode kill, roslaunch stop) and if the node crashes.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+if not __package__:   # started as a script (rosrun/roslaunch): make the netloop package importable
+    _src = Path(__file__).resolve().parent.parent / "src"
+    if (_src / "netloop").is_dir() and str(_src) not in sys.path:
+        sys.path.insert(0, str(_src))
+
+from netloop.car_driver.controller import CarController  # noqa: E402
+from netloop.car_driver.fakes import FakeCamera, FakeGPIO, FakePCA9685Bus  # noqa: E402
+from netloop.car_driver.hardware import (HardwareError, OpenCVCamera, SMBusI2C,  # noqa: E402
+                                         encode_jpeg, open_gpio)
+from netloop.car_driver.profiles import load_profile  # noqa: E402
+from netloop.schema import ConfigError, Enum  # noqa: E402
+
+HARDWARE_KINDS = ("real", "fake")
+
+
+class Hardware:
+    """The bus, the pins and a way to open the camera, real or fake."""
+
+    def __init__(self, kind: str, profile: dict, gpio_backend: str = "auto"):
+        Enum(HARDWARE_KINDS, what="hardware").check(kind, "~hardware")
+        self.kind = kind
+        pwm = profile["pwm"]
+        if kind == "fake":
+            self.bus = FakePCA9685Bus(pwm["address"])
+            self.gpio = FakeGPIO()
+        else:
+            self.bus = SMBusI2C(pwm["bus"])
+            try:
+                self.gpio = open_gpio(gpio_backend)
+            except Exception:
+                self.bus.close()
+                raise
+        self.camera = None
+
+    def open_camera(self, device: int, width: int, height: int, rate: float):
+        if self.kind == "fake":
+            self.camera = FakeCamera(width, height)
+        else:
+            self.camera = OpenCVCamera(device, width, height, rate)
+        return self.camera
+
+    def snapshot(self) -> dict:
+        if self.kind != "fake":
+            return {}
+        return {"pca9685": self.bus.snapshot(), "gpio": self.gpio.snapshot(),
+                "camera_frames": self.camera.frames if self.camera is not None else 0}
+
+
+def write_json_atomically(path: str, data: dict) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
+
+
+def main(argv=None) -> int:
+    import rospy  # noqa: PLC0415 - ROS only where the node runs
+    from geometry_msgs.msg import Twist  # noqa: PLC0415
+    from sensor_msgs.msg import CompressedImage, JointState  # noqa: PLC0415
+
+    rospy.init_node("car_driver", argv=argv)
+    car = rospy.get_param("~profile_file", "") or rospy.get_param("~car", "smart_video_car")
+    kind = rospy.get_param("~hardware", "real")
+    try:
+        profile = load_profile(car)
+        hw = Hardware(kind, profile, rospy.get_param("~gpio_backend", "auto"))
+    except (ConfigError, HardwareError) as err:
+        rospy.logfatal(f"car_driver: {err}")
+        return 2
+    cam_cfg = profile["camera"]
+    offset = rospy.get_param("~steering_offset", None)
+    state_file = rospy.get_param("~fake_state_file", "") if kind == "fake" else ""
+    lock = threading.Lock()
+
+    def dump_state():
+        if state_file:
+            with lock:
+                write_json_atomically(state_file, {"time": time.time(), "car": profile["name"],
+                                                   "controller": controller.status(),
+                                                   **hw.snapshot()})
+
+    controller = CarController(profile, hw.bus, hw.gpio,
+                               watchdog_timeout=float(rospy.get_param("~watchdog_timeout", 0.25)),
+                               steering_offset=None if offset is None else float(offset),
+                               on_change=dump_state)
+    stop_event = threading.Event()
+
+    def shutdown(reason: str):
+        stop_event.set()
+        for err in controller.shutdown(reason):
+            rospy.logerr(f"car_driver: error while stopping: {err}")
+
+    atexit.register(shutdown, "process exit")          # last line of defence
+    try:
+        controller.start()
+    except Exception as err:  # noqa: BLE001
+        rospy.logfatal(f"car_driver: cannot initialise the car ({profile['name']}): {err}")
+        shutdown("start-up failed")
+        return 1
+    rospy.on_shutdown(lambda: shutdown("ROS shutdown"))
+    rospy.loginfo(f"car_driver: {profile['name']} on {kind} hardware, watchdog "
+                  f"{controller.watchdog_timeout} s, steering offset {controller.steering.offset:g} "
+                  f"{controller.steering.unit}")
+
+    def on_cmd(msg):
+        try:
+            controller.command(msg.linear.x, msg.angular.z)
+        except Exception as err:  # noqa: BLE001 - the controller has stopped the motors
+            rospy.logerr_throttle(1.0, f"car_driver: command failed, motors stopped: {err}")
+
+    def on_pan_tilt(msg):
+        pos = dict(zip(msg.name, msg.position)) if msg.name else {}
+        if not msg.name and len(msg.position) == 2:
+            pos = {"camera_pan_joint": msg.position[0], "camera_tilt_joint": msg.position[1]}
+        try:
+            controller.set_pan_tilt(pos.get("camera_pan_joint"), pos.get("camera_tilt_joint"))
+        except Exception as err:  # noqa: BLE001
+            rospy.logerr_throttle(1.0, f"car_driver: pan/tilt command failed: {err}")
+
+    def watchdog_loop():
+        period = min(0.05, controller.watchdog_timeout / 4)
+        while not stop_event.wait(period):
+            try:
+                if controller.check_watchdog():
+                    rospy.logwarn(f"car_driver: {controller.stop_reason}; motors stopped")
+            except Exception as err:  # noqa: BLE001
+                rospy.logerr_throttle(1.0, f"car_driver: watchdog error: {err}")
+
+    threading.Thread(target=watchdog_loop, name="car_watchdog", daemon=True).start()
+    rospy.Subscriber("cmd_vel", Twist, on_cmd, queue_size=1, tcp_nodelay=True)
+    rospy.Subscriber("pan_tilt", JointState, on_pan_tilt, queue_size=1)
+
+    try:
+        if not rospy.get_param("~camera", True):
+            rospy.spin()
+            return 0
+        width = int(rospy.get_param("~camera_width", cam_cfg["width"]))
+        height = int(rospy.get_param("~camera_height", cam_cfg["height"]))
+        rate = float(rospy.get_param("~camera_rate", cam_cfg["rate"]))
+        quality = int(rospy.get_param("~jpeg_quality", cam_cfg["jpeg_quality"]))
+        device = rospy.get_param("~camera_device", cam_cfg["device"])
+        try:
+            camera = hw.open_camera(device, width, height, rate)
+        except HardwareError as err:
+            rospy.logerr(f"car_driver: no camera ({err}); driving without it")
+            rospy.spin()
+            return 0
+        pub = rospy.Publisher("camera/image/compressed", CompressedImage, queue_size=1)
+        period = 1.0 / rate
+        next_t = time.monotonic()
+        while not rospy.is_shutdown():
+            frame = camera.read()
+            if frame is None:
+                rospy.logwarn_throttle(5.0, "car_driver: camera gave no frame")
+            else:
+                msg = CompressedImage()
+                msg.header.stamp = rospy.Time.now()
+                msg.header.frame_id = "camera_optical_frame"
+                msg.format = "jpeg"
+                msg.data = encode_jpeg(frame, quality, (width, height))
+                pub.publish(msg)
+            next_t += period
+            delay = next_t - time.monotonic()
+            if delay > 0:
+                stop_event.wait(delay)
+            else:
+                next_t = time.monotonic()
+        camera.close()
+        return 0
+    finally:
+        shutdown("node exit")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
