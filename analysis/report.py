@@ -13,6 +13,7 @@ from statistics import median
 from typing import Any
 
 from . import plots
+from .flow_run import analyse_flow
 from .loop_run import analyse_loop_run, load_loop_run
 
 
@@ -85,31 +86,75 @@ def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
             w.writerow(["" if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in row])
 
 
+def analyse_run(run_dir: Path) -> dict[str, Any]:
+    """Loop and flow analyses of one run directory (never raises for a broken one)."""
+    run = load_loop_run(run_dir)
+    exp = run.meta.get("experiment") or {}
+    has_loop = (exp.get("loop") or {}).get("type", "rlc") != "none"
+    if has_loop:
+        a = analyse_loop_run(run)
+    else:  # flows only: the loop's record files are not expected
+        a = {"run_id": run.run_id, "transport": run.transport, "status": run.status, "ok": False,
+             "problems": [p for p in run.problems if "record file missing" not in p]}
+    a["has_loop"] = has_loop
+    a["flows"] = [analyse_flow(run.run_dir, f) for f in exp.get("flows") or []]
+    for f in a["flows"]:
+        a["problems"] += [f"flow {f['flow']}: {p}" for p in f["problems"]]
+    return a
+
+
+FLOW_COLUMNS = ["transport", "runs", "mean J_d [ms]", "std J_d [ms]", "mean D [ms]", "std D [ms]", "MDR [%]",
+                "BW [Mbit/s]"]
+
+
+def _flow_rows(analyses: list[dict], name: str) -> list[list[Any]]:
+    """One row per transport (median over its repetitions), the Pound paper's table layout."""
+    by_transport: dict[str, list[dict]] = {}
+    for a in analyses:
+        for f in a["flows"]:
+            if f["flow"] == name and f["ok"]:
+                by_transport.setdefault(a["transport"], []).append(f)
+    rows = []
+    for transport, fl in by_transport.items():
+        def med(get):
+            vals = [v for v in (get(f) for f in fl) if v is not None and not math.isnan(v)]
+            return median(vals) if vals else None
+        rows.append([transport, len(fl), med(lambda f: f["period"]["mean_ms"]), med(lambda f: f["period"]["std_ms"]),
+                     med(lambda f: f["delay"]["mean_ms"]), med(lambda f: f["delay"]["std_ms"]),
+                     med(lambda f: 100 * f["MDR"]), med(lambda f: f["bandwidth_mbit"])])
+    return rows
+
+
 def write_report(path: Path) -> Path:
-    """Analyse every run under ``path`` and write report.md, runs.csv and figures/ there."""
+    """Analyse every run under ``path`` and write report.md, CSV tables and figures/ there."""
     path = Path(path)
-    analyses = [analyse_loop_run(load_loop_run(d)) for d in find_run_dirs(path)]
+    analyses = [analyse_run(d) for d in find_run_dirs(path)]
     fig_dir = path / "figures"
     fig_dir.mkdir(exist_ok=True)
-    good = [a for a in analyses if a["ok"]]
+    loop_runs = [a for a in analyses if a["has_loop"]]
+    good = [a for a in loop_runs if a["ok"]]
 
     header = [name for name, _ in RUN_COLUMNS]
-    rows = [[_value(col, a) for _, col in RUN_COLUMNS] for a in analyses]
-    _write_csv(path / "runs.csv", header, rows)
+    rows = [[_value(col, a) for _, col in RUN_COLUMNS] for a in loop_runs]
+    if loop_runs:
+        _write_csv(path / "runs.csv", header, rows)
     (path / "analysis.json").write_text(json.dumps(
-        [{k: v for k, v in a.items() if k not in ("t", "y", "baseline_y")} for a in analyses],
-        indent=1, default=str), encoding="utf-8")
+        [{k: v for k, v in a.items() if k not in ("t", "y", "baseline_y")} |
+         {"flows": [{k: v for k, v in f.items() if k not in ("delays_ms", "periods_ms")} for f in a["flows"]]}
+         for a in analyses], indent=1, default=str), encoding="utf-8")
 
     md = [f"# netloop report: {path.name}", ""]
     meta = _first_metadata(path, analyses)
     if meta:
         exp = meta.get("experiment", {})
+        link = meta.get("link") or {}
         md += [f"- experiment: **{exp.get('name', '?')}** — {exp.get('description', '')}".rstrip(" —"),
-               f"- link: `{(meta.get('link') or {}).get('name', exp.get('link', '?'))}`; "
-               f"git {((meta.get('git') or {}).get('commit') or '?')[:10]}"
+               f"- link: `{link.get('name', exp.get('link', '?'))}`"
+               f"{' — ' + link['description'] if link.get('description') else ''}",
+               f"- git {((meta.get('git') or {}).get('commit') or '?')[:10]}"
                f"{' (dirty)' if (meta.get('git') or {}).get('dirty') else ''}; "
                f"host {(meta.get('host') or {}).get('cpu', '?')} ×{(meta.get('host') or {}).get('cores', '?')}",
-               f"- runs: {len(analyses)} ({len(good)} analysable)", ""]
+               f"- runs: {len(analyses)} ({sum(1 for a in analyses if not a['problems'])} without problems)", ""]
     if good:
         plots.step_overlay(good, fig_dir / "step_response.png")
         b = good[0]
@@ -120,7 +165,7 @@ def write_report(path: Path) -> Path:
                f"{_fmt(b['baseline_step']['SettlingTime'], 3)} s, rise time {_fmt(b['baseline_step']['RiseTime'], 3)} s, "
                f"final value {_fmt(b['baseline_step']['SteadyStateValue'], 3)} V, "
                f"IAE {_fmt(b['baseline_tracking']['IAE'], 4)} V·s.", ""]
-        md += ["## Per transport (median over repetitions)", "", _summary_table(good), ""]
+        md += ["## Loop, per transport (median over repetitions)", "", _summary_table(good), ""]
         for key, title in (("sensor", "y: plant → controller"), ("actuation", "u: controller → plant")):
             samples = {}
             for a in good:
@@ -128,16 +173,40 @@ def write_report(path: Path) -> Path:
             name = f"delay_{key}.png"
             plots.delay_histograms(good, samples, fig_dir / name, title=f"One-way delay, {title}")
             md += [f"![delay {key}](figures/{name})", ""]
-    md += ["## Every run", "", _md_table(header, rows), ""]
+
+    flow_names = list(dict.fromkeys(f["flow"] for a in analyses for f in a["flows"]))
+    for name in flow_names:
+        spec = next(f for a in analyses for f in a["flows"] if f["flow"] == name)
+        rows_f = _flow_rows(analyses, name)
+        _write_csv(path / f"flow_{name}.csv", FLOW_COLUMNS, rows_f)
+        mean_bytes = [f["mean_bytes"] for a in analyses for f in a["flows"] if f["flow"] == name and f["ok"]]
+        md += [f"## Flow `{name}` ({spec['kind']}"
+               f"{', %.0f bytes per message' % median(mean_bytes) if mean_bytes else ''})", "",
+               _md_table(FLOW_COLUMNS, rows_f), ""]
+        for what, key, label in (("delay", "delays_ms", "one-way delay D [ms]"),
+                                 ("period", "periods_ms", "period at the destination J_d [ms]")):
+            samples = {}
+            for a in analyses:
+                for f in a["flows"]:
+                    if f["flow"] == name and f["ok"]:
+                        samples.setdefault(a["transport"], []).extend(f[key])
+            fig = f"flow_{name}_{what}.png"
+            plots.delay_histograms([], samples, fig_dir / fig, xlabel=label, title=f"Flow {name}: {label}")
+            md += [f"![flow {name} {what}](figures/{fig})", ""]
+
+    if loop_runs:
+        md += ["## Every loop run", "", _md_table(header, rows), ""]
     broken = [a for a in analyses if a["problems"]]
     if broken:
         md += ["## Problems", ""]
-        md += [f"- `{a['run_id']}`: " + "; ".join(a["problems"]) for a in broken]
+        md += [f"- `{a['run_id']}` ({a['status']}): " + "; ".join(a["problems"]) for a in broken]
         md += [""]
     md += ["Columns: overshoot, settling (2 % band) and rise time (10–90 %) from python-control's `step_info`; "
            "IAE = Σ|r − y|·T; ΔIAE = IAE − IAE of the baseline; delays are one-way, from the sender's "
            "publish to the receiver's callback (one shared clock on one machine); RTT is measured on the "
-           "plant's clock from a sample to the actuation answering it; MDR = delivered / sent.", ""]
+           "plant's clock from a sample to the actuation answering it; MDR = delivered / sent. Flow tables "
+           "follow the Pound paper's layout: J_d is the period at the destination, D the one-way delay, "
+           "BW the bandwidth used at the receiver.", ""]
     report = path / "report.md"
     report.write_text("\n".join(md), encoding="utf-8")
     return report

@@ -27,7 +27,7 @@ from .analysis.loop_run import analyse_loop_run, load_loop_run
 from .analysis.records import read_events
 from .experiment import validate_experiment
 from .rundir import host_info, now_iso
-from .runner import run_loop
+from .runner import run_cell
 
 LATENCY_TRANSPORTS = ("tcp", "tcp_nodelay", "udp")
 ECHO_RATES_HZ = (1000, 2000, 5000, 10000, 20000)
@@ -38,7 +38,7 @@ def _run(work: Path, name: str, transport: str, samples: int, period: float) -> 
                                "run_timeout": 120}, name="bench")
     cfg["transport"] = transport
     run_dir = work / name
-    meta = run_loop(cfg, run_dir, log=lambda _: None)
+    meta = run_cell(cfg, run_dir, log=lambda _: None)
     if meta["status"] != "complete":
         raise RuntimeError(f"bench run {name} {meta['status']}: {meta.get('error')}")
     return run_dir

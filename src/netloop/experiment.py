@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .schema import (Bool, ConfigError, Enum, Int, List, Map, Num, Str, load_yaml, validate)
+from .flows import check_flows, flow_schema
 from .testbed import profile_names
 from .transports import transport_names
 
@@ -33,7 +34,7 @@ CONTROLLER = Map({
 }, default={})
 
 LOOP = Map({
-    "type": Enum(["rlc"], "rlc", what="loop type"),
+    "type": Enum(["rlc", "none"], "rlc", "the control loop, or none for flows only", what="loop type"),
     "plant": PLANT,
     "controller": CONTROLLER,
     "samples": Int(150, "sensor samples per run (duration = samples x period)", ge=10, le=10_000_000),
@@ -52,6 +53,8 @@ EXPERIMENT = Map({
                       "one transport or a list; each is run in turn", min_len=1, scalar_ok=True, unique=True),
     "repetitions": Int(1, "runs per transport", ge=1, le=1000),
     "loop": LOOP,
+    "flows": List(flow_schema(transport_names), [], "perturbing flows sharing the link"),
+    "duration": Num(None, "seconds a run lasts when no loop or count ends it", gt=0),
     "run_timeout": Num(120.0, "a run taking longer than this [s] is stopped and marked failed", gt=0),
     "keep_going": Bool(True, "go on with the other runs when one fails"),
 })
@@ -83,6 +86,13 @@ def validate_experiment(data: Any, source: str | None = None, name: str | None =
         if host not in hosts:
             raise ConfigError(f"loop.placement.{key}", f"unknown host {host!r}; allowed: {', '.join(hosts)}",
                               source)
+    check_flows(cfg["flows"], list(hosts))
+    if cfg["loop"]["type"] == "none":
+        if not cfg["flows"]:
+            raise ConfigError("flows", "an experiment without a loop needs at least one flow", source)
+        if cfg["duration"] is None and any(f["count"] == 0 for f in cfg["flows"]):
+            raise ConfigError("duration", "required when loop.type is none and a flow has count 0 "
+                                          "(nothing else would end the run)", source)
     return cfg
 
 
@@ -97,10 +107,20 @@ def expand(cfg: dict) -> list[Cell]:
     return [Cell(t, r) for t, r in itertools.product(cfg["transport"], range(cfg["repetitions"]))]
 
 
-def estimated_run_seconds(cfg: dict) -> float:
-    """Rough wall time of one run: master start, connection, warm-up, sampling, linger."""
+def run_seconds(cfg: dict) -> float:
+    """How long the measured part of a run lasts: the loop's samples, the flows' counts, or
+    ``duration``."""
     loop = cfg["loop"]
-    return 4.0 + loop["samples"] * loop["plant"]["period"]
+    if loop["type"] != "none":
+        return loop["samples"] * loop["plant"]["period"]
+    if cfg["duration"] is not None:
+        return cfg["duration"]
+    return max(f["start_delay"] + f["count"] * f["period"] for f in cfg["flows"])
+
+
+def estimated_run_seconds(cfg: dict) -> float:
+    """Rough wall time of one run: testbed and master start, connections, the run, teardown."""
+    return 5.0 + run_seconds(cfg)
 
 
 def for_cell(cfg: dict, cell: Cell) -> dict:

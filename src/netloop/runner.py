@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from . import paths, rosenv
 from .experiment import estimated_run_seconds, expand, for_cell, rlc_parameters
+from .flows import flow_processes, message_bytes, topic_of
 from .connections import describe, node_connections
 from .master import RosMaster
 from .processes import ProcessGroup, log_tail
@@ -64,8 +65,63 @@ def negotiated_transports(master: RosMaster, flows: dict[str, tuple[str, str]]) 
 LOOP_FLOWS = {"/y": ("/plant", "/controller"), "/u": ("/controller", "/plant")}
 
 
-def run_loop(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> dict:
-    """One run of the RLC loop with the transport in ``cfg['transport']``; returns metadata."""
+class _Hosts:
+    """Starts ROS processes on the testbed's hosts, all talking to one master."""
+
+    def __init__(self, testbed: Testbed, group: ProcessGroup, master: RosMaster, ros_log: Path):
+        self.testbed, self.group, self.master, self.ros_log = testbed, group, master, ros_log
+
+    def start(self, name: str, host: str, argv: list[str], params: dict[str, Any] | None = None):
+        if params:
+            self.master.set_params(params, "/" + name)
+        env = rosenv.node_env(self.master.uri, self.testbed.address(host), self.ros_log)
+        return self.group.start(name, argv, env=env, prefix=self.testbed.exec_prefix(host))
+
+
+def _start_loop(hosts: _Hosts, cfg: dict, transport, run_dir: Path):
+    """The RLC controller and plant, placed as the experiment says; returns (plant, controller)."""
+    loop = cfg["loop"]
+    size = loop["padding_bytes"] + 64
+    hosts.master.set_params(rlc_parameters(loop), "/rlc")
+    controller = hosts.start("controller", loop["placement"]["controller"],
+                             [str(paths.node_binary("loop_controller")), "__name:=controller"],
+                             {"transport": transport.subscriber_transport("/y", size),
+                              "padding_bytes": loop["padding_bytes"],
+                              "record_path": str(run_dir / "records" / "controller.csv")})
+    plant = hosts.start("plant", loop["placement"]["plant"], [str(paths.node_binary("rlc_plant")), "__name:=plant"],
+                        {"transport": transport.subscriber_transport("/u", size),
+                         "padding_bytes": loop["padding_bytes"], "samples": loop["samples"],
+                         "record_path": str(run_dir / "records" / "plant.csv")})
+    return plant, controller
+
+
+def _start_flows(hosts: _Hosts, cfg: dict, transport, run_dir: Path) -> tuple[list, dict[str, tuple[str, str]]]:
+    """Every perturbing flow (sinks first); returns the processes that end a flow by themselves
+    (sources with a count, bag players) and topic -> (publisher, subscriber) to check."""
+    finite, connections = [], {}
+    for flow in cfg["flows"]:
+        ros_transport = (flow["transport"] if flow["transport"] != "same"
+                         else transport.subscriber_transport(topic_of(flow), message_bytes(flow)))
+        procs = flow_processes(flow, ros_transport, run_dir, paths.node_binary)
+        for p in procs:
+            proc = hosts.start(p["name"], p["host"], p["argv"], p["params"])
+            if p["name"].endswith(("_source", "_play")) and (flow["count"] or p["name"].endswith("_play")):
+                finite.append(proc)
+        publisher = next(p["name"] for p in procs if p["name"].endswith(("_source", "_relay")))
+        connections[topic_of(flow)] = ("/" + publisher, "/" + procs[0]["name"])
+    return finite, connections
+
+
+def _check_alive(procs) -> None:
+    for proc in procs:
+        status = proc.poll()
+        if status is not None and status != 0:
+            raise RunFailed(f"{proc.name} exited with status {status}:\n{log_tail(proc.log_path)}")
+
+
+def run_cell(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> dict:
+    """One run (the loop and/or the flows) with the transport in ``cfg['transport']``;
+    returns the run's metadata. Failures are recorded in the run directory, not raised."""
     run_dir = create_run_dir(run_dir)
     loop = cfg["loop"]
     transport = get_transport(cfg["transport"])
@@ -79,52 +135,49 @@ def run_loop(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> di
             testbed = stack.enter_context(Testbed(link, log_dir=run_dir / "logs"))
             meta.update(link=testbed.metadata())
             group = stack.enter_context(ProcessGroup(run_dir / "logs"))
-            ros_log = run_dir / "logs" / "ros"
-
-            def env_for(host: str) -> dict[str, str]:
-                return rosenv.node_env(master.uri, testbed.address(host), ros_log)
-
             master = RosMaster(group, rosenv.base_env(), address=testbed.address(MASTER_HOST),
-                               prefix=testbed.exec_prefix(MASTER_HOST))
-            master.start()
-            ctx = TransportContext(run_dir, {h: testbed.exec_prefix(h) for h in testbed.hosts},
-                                   {h: testbed.address(h) for h in testbed.hosts})
-            transport.start(ctx)
+                               prefix=testbed.exec_prefix(MASTER_HOST)).start()
+            hosts = _Hosts(testbed, group, master, run_dir / "logs" / "ros")
+            transport.start(TransportContext(run_dir, {h: testbed.exec_prefix(h) for h in testbed.hosts},
+                                             {h: testbed.address(h) for h in testbed.hosts}))
             stack.callback(transport.stop)
 
-            size = loop["padding_bytes"] + 64
-            master.set_params(rlc_parameters(loop), "/rlc")
-            master.set_params({"transport": transport.subscriber_transport("y", size),
-                               "padding_bytes": loop["padding_bytes"],
-                               "record_path": str(run_dir / "records" / "controller.csv")}, "/controller")
-            master.set_params({"transport": transport.subscriber_transport("u", size),
-                               "padding_bytes": loop["padding_bytes"], "samples": loop["samples"],
-                               "record_path": str(run_dir / "records" / "plant.csv")}, "/plant")
-
-            placement = loop["placement"]
-            controller = group.start("controller", [str(paths.node_binary("loop_controller")), "__name:=controller"],
-                                     env=env_for(placement["controller"]),
-                                     prefix=testbed.exec_prefix(placement["controller"]))
-            plant = group.start("plant", [str(paths.node_binary("rlc_plant")), "__name:=plant"],
-                                env=env_for(placement["plant"]), prefix=testbed.exec_prefix(placement["plant"]))
+            finite, connections = _start_flows(hosts, cfg, transport, run_dir)
+            watched = list(group.processes[2:])  # every node (not the master and rosout)
+            plant = None
+            if loop["type"] == "rlc":
+                plant, controller = _start_loop(hosts, cfg, transport, run_dir)
+                connections.update(LOOP_FLOWS)
+                watched = [p for p in watched + [controller]]
 
             negotiated = None
-            connect_deadline = time.monotonic() + 15.0
-            while negotiated is None and plant.poll() is None and time.monotonic() < connect_deadline:
-                negotiated = negotiated_transports(master, LOOP_FLOWS)
+            connect_deadline = time.monotonic() + 20.0
+            while negotiated is None and time.monotonic() < connect_deadline:
+                _check_alive(watched + ([plant] if plant else []))
+                negotiated = negotiated_transports(master, connections)
                 time.sleep(0.05)
             meta.update(negotiated_transport=negotiated or {})
+            if negotiated is None:
+                raise RunFailed(f"not every subscriber connected within 20 s: {sorted(connections)}")
 
+            # The run ends when the plant has sent its samples, or when every finite flow has
+            # ended (or `duration` has passed) for a run without a loop.
+            end_by = time.monotonic() + (cfg["duration"] if cfg["duration"] is not None else cfg["run_timeout"])
             deadline = time.monotonic() + cfg["run_timeout"]
-            while plant.poll() is None and time.monotonic() < deadline:
-                if controller.poll() is not None:
-                    raise RunFailed(f"controller exited with status {controller.poll()}:\n"
-                                    f"{log_tail(controller.log_path)}")
+            while time.monotonic() < min(deadline, end_by):
+                _check_alive([p for p in watched if p not in finite])
+                if plant is not None and plant.poll() is not None:
+                    break
+                if plant is None and finite and all(p.poll() is not None for p in finite):
+                    break
                 time.sleep(0.05)
-            if plant.poll() is None:
-                raise RunFailed(f"run did not finish within run_timeout = {cfg['run_timeout']} s")
-            if plant.poll() != 0:
+            else:
+                if time.monotonic() >= deadline and end_by > deadline:
+                    raise RunFailed(f"run did not finish within run_timeout = {cfg['run_timeout']} s")
+            if plant is not None and plant.poll() != 0:
                 raise RunFailed(f"plant exited with status {plant.poll()}:\n{log_tail(plant.log_path)}")
+            _check_alive(finite)
+            time.sleep(0.5)  # messages still in flight reach their sinks
             exit_codes = group.stop_all()
             health = testbed.health()
             meta.update(link_health=health)
@@ -162,7 +215,7 @@ def run_experiment(cfg: dict, out_dir: Path, log: Callable[[str], None] = print)
         left = (elapsed / (i - 1) if i > 1 else estimated_run_seconds(cfg)) * (len(cells) - i + 1)
         log(f"[{i}/{len(cells)}] transport={cell.transport} repetition={cell.repetition + 1}/"
             f"{cfg['repetitions']}  (about {left:.0f} s left)")
-        meta = run_loop(for_cell(cfg, cell), out_dir / "runs" / cell.run_id, log)
+        meta = run_cell(for_cell(cfg, cell), out_dir / "runs" / cell.run_id, log)
         summary["cells"].append({"run_id": cell.run_id, "transport": cell.transport,
                                  "repetition": cell.repetition, "status": meta["status"],
                                  "error": meta.get("error")})

@@ -1,0 +1,25 @@
+# netloop_wifi_link: the ns-3 802.11a link emulator of the testbed (src/ns3/wifi_link.cc),
+# used by the link profiles of type ns3_wifi (wifi6, wifi6_2hop). Built only when ns-3 3.37
+# is installed (Debian 12: ns3 libns3-dev libgsl-dev); without it the other profiles work.
+find_package(ns3 3.37 QUIET)
+if(ns3_FOUND)
+  add_executable(netloop_wifi_link src/ns3/wifi_link.cc)
+  target_link_libraries(netloop_wifi_link
+    ns3::libwifi ns3::libtap-bridge ns3::libinternet ns3::libmobility ns3::libnetwork ns3::libcore)
+  # The program replaces libc's execlp for ns-3's TapBridge (see the file header): keep the
+  # symbol exported from the executable.
+  set_target_properties(netloop_wifi_link PROPERTIES
+    ENABLE_EXPORTS ON
+    RUNTIME_OUTPUT_DIRECTORY ${CATKIN_DEVEL_PREFIX}/lib/${PROJECT_NAME})
+  # Debian installs the tap-creator helper here; the path compiled into libns3 is wrong.
+  find_program(NETLOOP_TAP_CREATOR ns3.37-tap-creator
+    PATHS /usr/libexec/ns3 /usr/lib/ns3 /usr/local/libexec/ns3 NO_DEFAULT_PATH)
+  if(NETLOOP_TAP_CREATOR)
+    target_compile_definitions(netloop_wifi_link PRIVATE
+      NETLOOP_TAP_CREATOR_DEFAULT="${NETLOOP_TAP_CREATOR}")
+  endif()
+  install(TARGETS netloop_wifi_link RUNTIME DESTINATION ${CATKIN_PACKAGE_BIN_DESTINATION})
+else()
+  message(STATUS "ns-3 3.37 not found: netloop_wifi_link (link profiles wifi6, wifi6_2hop) "
+                 "is not built; install ns3 libns3-dev libgsl-dev")
+endif()

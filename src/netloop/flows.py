@@ -1,0 +1,151 @@
+"""Perturbing flows: what an experiment's ``flows:`` entries mean, and starting them.
+
+Every flow goes from one host to another on its own topic (``/flows/<name>`` unless
+``topic`` is given), and is recorded at both ends in the netloop-events/1 format:
+
+  generic    ``flow_source`` publishes netloop/LoopSample padded to ``size_bytes`` every
+             ``period`` (``count`` messages, 0 = until the run ends); records tx.
+  camera     ``flow_source`` publishes sensor_msgs/CompressedImage with real JPEG frames
+             (made here with OpenCV from a moving synthetic scene at ``width`` x ``height``,
+             ``jpeg_quality``), or raw sensor_msgs/Image with ``encoding: raw``.
+  lidar_bag  ``rosbag play`` of a LaserScan bag (``bag``, or a synthetic 20 Hz one), via a
+             roscpp relay on the sending host (rospy, and so rosbag, cannot publish over
+             UDPROS); a tap on the sending host records when each scan left.
+
+At the destination ``flow_sink`` receives any type over the flow's transport and records
+each arrival. Send and receive times share one clock when hosts are namespaces of one
+machine, so one-way delays are exact.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .schema import ConfigError, Enum, Int, List, Map, Num, Str
+
+FLOW_KINDS = ["generic", "camera", "lidar_bag"]
+
+
+def flow_schema(transport_names) -> Map:
+    return Map({
+        "name": Str(doc="flow name (letters, digits, _); topic /flows/<name>"),
+        "kind": Enum(FLOW_KINDS, "generic", what="flow kind"),
+        "from": Str("robot", "sending host"),
+        "to": Str("operator", "receiving host"),
+        "topic": Str(None, "topic (default /flows/<name>)"),
+        "size_bytes": Int(1024, "generic: serialized message size [bytes]", ge=64, le=100_000_000),
+        "period": Num(0.1, "seconds between messages", gt=0, le=3600),
+        "count": Int(0, "messages to send; 0 = until the run ends", ge=0),
+        "start_delay": Num(1.0, "seconds between the subscriber connecting and the first message", ge=0),
+        "transport": Enum(lambda: ["same"] + list(transport_names()), "same",
+                          "ROS transport of this flow; 'same' = the run's transport decides", what="transport"),
+        "width": Int(320, "camera: image width [px]", ge=8, le=8192),
+        "height": Int(240, "camera: image height [px]", ge=8, le=8192),
+        "encoding": Enum(["jpeg", "raw"], "jpeg", "camera: CompressedImage (jpeg) or Image (raw rgb8)"),
+        "jpeg_quality": Int(80, "camera: JPEG quality", ge=1, le=100),
+        "bag": Str(None, "lidar_bag: bag file (default: a synthetic 20 Hz LaserScan bag)"),
+        "bag_topic": Str("/scan", "lidar_bag: topic in the bag"),
+    })
+
+
+def check_flows(flows: list[dict], hosts: list[str], key: str = "flows") -> None:
+    """Cross-field checks: names unique and topic-safe, hosts known and different."""
+    seen = set()
+    for i, f in enumerate(flows):
+        where = f"{key}[{i}]"
+        if not f["name"].replace("_", "").isalnum() or f["name"] in seen:
+            raise ConfigError(f"{where}.name", f"{f['name']!r} must be unique and made of letters, digits and _")
+        seen.add(f["name"])
+        for end in ("from", "to"):
+            if f[end] not in hosts:
+                raise ConfigError(f"{where}.{end}", f"unknown host {f[end]!r}; allowed: {', '.join(hosts)}")
+        if f["from"] == f["to"]:
+            raise ConfigError(f"{where}.to", f"a flow must cross the link: from and to are both {f['to']!r}")
+        if f["kind"] == "lidar_bag" and f["bag"] and not Path(f["bag"]).is_file():
+            raise ConfigError(f"{where}.bag", f"bag file {f['bag']!r} not found")
+
+
+def topic_of(flow: dict) -> str:
+    return flow["topic"] or f"/flows/{flow['name']}"
+
+
+def message_bytes(flow: dict) -> int:
+    """Expected serialized size of one message (used to choose a transport by size)."""
+    if flow["kind"] == "generic":
+        return flow["size_bytes"]
+    if flow["kind"] == "camera":
+        raw = flow["width"] * flow["height"] * 3
+        return raw if flow["encoding"] == "raw" else raw // 10
+    return 4300
+
+
+def link_bits_per_second(flow: dict) -> float:
+    """The flow's offered load on the link [bit/s]."""
+    return message_bytes(flow) * 8 / flow["period"]
+
+
+def camera_frames(out_dir: Path, width: int, height: int, quality: int, frames: int = 30) -> Path:
+    """Real JPEG frames of a moving synthetic scene (textured background, moving shapes and
+    sensor noise, so the compressed size behaves like a camera's); returns the directory."""
+    import cv2  # noqa: PLC0415 - Debian's python3-opencv (comes with cv_bridge)
+    import numpy as np
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(7)
+    yy, xx = np.mgrid[0:height, 0:width]
+    texture = (rng.random((height // 8 + 1, width // 8 + 1, 3)) * 255).astype(np.uint8)
+    texture = cv2.resize(texture, (width, height), interpolation=cv2.INTER_LINEAR)
+    for k in range(frames):
+        img = texture.copy()
+        img[..., 0] = ((xx + 4 * k) % 256).astype(np.uint8) // 2 + img[..., 0] // 2
+        cx, cy = int(width * (0.2 + 0.6 * k / frames)), height // 2
+        cv2.circle(img, (cx, cy), max(4, height // 6), (30, 200, 40), -1)
+        cv2.rectangle(img, (width // 8, height // 8 + k), (width // 3, height // 3 + k), (200, 40, 40), -1)
+        noisy = np.clip(img.astype(np.int16) + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
+        cv2.imwrite(str(out_dir / f"frame_{k:03d}.jpg"), noisy, [cv2.IMWRITE_JPEG_QUALITY, quality])
+    return out_dir
+
+
+def flow_processes(flow: dict, transport: str, run_dir: Path, node_binary) -> list[dict[str, Any]]:
+    """What to start for one flow: a list of {name, host, argv, params} (params are private
+    parameters of the node, set on the master before it starts)."""
+    name, topic = flow["name"], topic_of(flow)
+    rec = run_dir / "records"
+    sink = {"name": f"flow_{name}_sink", "host": flow["to"],
+            "argv": [str(node_binary("flow_sink")), f"__name:=flow_{name}_sink", f"flow:={topic}"],
+            "params": {"transport": transport, "kind": "rx", "record_path": str(rec / f"flow_{name}_rx.csv")}}
+    if flow["kind"] in ("generic", "camera"):
+        params = {"period": flow["period"], "count": flow["count"], "start_delay": flow["start_delay"],
+                  "record_path": str(rec / f"flow_{name}_tx.csv")}
+        if flow["kind"] == "generic":
+            params.update(message="loop_sample", size_bytes=flow["size_bytes"])
+        elif flow["encoding"] == "raw":
+            params.update(message="image", width=flow["width"], height=flow["height"])
+        else:
+            frames = camera_frames(run_dir / "flows" / name, flow["width"], flow["height"], flow["jpeg_quality"])
+            params.update(message="compressed_image", frames_dir=str(frames))
+        source = {"name": f"flow_{name}_source", "host": flow["from"],
+                  "argv": [str(node_binary("flow_source")), f"__name:=flow_{name}_source", f"flow:={topic}"],
+                  "params": params}
+        return [sink, source]
+
+    # lidar_bag: rosbag play (local topic) -> roscpp relay (network topic) -> sink; tap on the sender.
+    from .bags import cached_lidar_bag  # noqa: PLC0415
+    bag = Path(flow["bag"]) if flow["bag"] else cached_lidar_bag(flow["count"] or 1200, 1.0 / flow["period"])
+    local = f"{topic}_local"
+    relay = {"name": f"flow_{name}_relay", "host": flow["from"],
+             "argv": [RELAY_BINARY, local, topic, f"__name:=flow_{name}_relay"], "params": {}}
+    tap = {"name": f"flow_{name}_tap", "host": flow["from"],
+           "argv": [str(node_binary("flow_sink")), f"__name:=flow_{name}_tap", f"flow:={topic}"],
+           "params": {"transport": "tcp_nodelay", "kind": "tap", "record_path": str(rec / f"flow_{name}_tx.csv")}}
+    play_args = ["rosbag", "play", "--quiet", "--wait-for-subscribers", f"--delay={max(flow['start_delay'], 1.0)}", str(bag),
+                 f"{flow['bag_topic']}:={local}", f"__name:=flow_{name}_play"]
+    if flow["count"]:
+        play_args.insert(3, f"--duration={flow['count'] * flow['period']}")
+    play = {"name": f"flow_{name}_play", "host": flow["from"], "argv": play_args, "params": {}}
+    return [sink, tap, relay, play]
+
+
+RELAY_BINARY = next((p for p in ("/opt/ros/noetic/lib/topic_tools/relay", "/usr/lib/topic_tools/relay")
+                     if Path(p).exists()), "relay")

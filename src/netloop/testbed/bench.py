@@ -1,0 +1,162 @@
+"""Measurements of the testbed itself (for ``make bench`` and the tests).
+
+* :func:`goodput` / :func:`rtt` — bulk TCP goodput and UDP echo RTT between two hosts of a
+  live testbed, using :mod:`netloop.testbed.probe` run inside the hosts;
+* :func:`ns3_saturation` — ns-3 CPU use and real-time lag while a bulk transfer saturates
+  ``wifi6``;
+* :func:`up_down_times` — median time to bring each profile up and down.
+
+All return plain dicts (JSON-ready).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import util
+from .profiles import load_profile, profile_names
+from .testbed import Testbed
+from .util import TestbedError
+
+_SRC = str(Path(__file__).resolve().parents[2])
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _SRC + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _probe_cmd(tb: Testbed, host: str, args: list[str]) -> list[str]:
+    return tb.exec_prefix(host) + [sys.executable, "-m", "netloop.testbed.probe"] + args
+
+
+def _port() -> int:
+    return random.randint(20000, 59999)
+
+
+def _json_out(text: str, what: str) -> dict:
+    for line in reversed(text.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    raise TestbedError(f"{what} printed no result: {text.strip()[-300:]!r}")
+
+
+def goodput(tb: Testbed, src: str = "robot", dst: str = "operator", seconds: float = 3.0,
+            port: int | None = None) -> dict:
+    """Bulk TCP from ``src`` to ``dst`` for ``seconds``: {'mbit_s', 'bytes', 'seconds'}."""
+    port = port or _port()
+    sink = subprocess.Popen(_probe_cmd(tb, dst, ["tcp-sink", "--port", str(port),
+                                                 "--timeout", str(seconds + 20)]),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env())
+    try:
+        send = subprocess.run(_probe_cmd(tb, src, ["tcp-send", "--host", tb.address(dst),
+                                                   "--port", str(port), "--seconds", str(seconds)]),
+                              capture_output=True, text=True, env=_env(), timeout=seconds + 30)
+        out, err = sink.communicate(timeout=30)
+    finally:
+        if sink.poll() is None:
+            sink.kill()
+            sink.wait()
+    if send.returncode != 0:
+        raise TestbedError(f"tcp-send failed: {send.stderr.strip()[-500:]}")
+    return _json_out(out, f"tcp-sink ({err.strip()[-300:]})")
+
+
+def rtt(tb: Testbed, src: str = "robot", dst: str = "operator", count: int = 20,
+        interval: float = 0.05, size: int = 64, dontroute: bool = False,
+        port: int | None = None, wait: float = 1.0) -> dict:
+    """UDP echo from ``src`` to ``dst``: {'sent','received','loss','rtt_median_ms',...}."""
+    port = port or _port()
+    echo = subprocess.Popen(_probe_cmd(tb, dst, ["udp-echo", "--port", str(port),
+                                                 "--timeout", "60"]),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=_env())
+    try:
+        time.sleep(0.3)  # let the echo server bind (python start-up)
+        args = ["udp-ping", "--host", tb.address(dst), "--port", str(port), "--count",
+                str(count), "--interval", str(interval), "--size", str(size), "--wait", str(wait)]
+        if dontroute:
+            args.append("--dontroute")
+        ping = subprocess.run(_probe_cmd(tb, src, args), capture_output=True, text=True,
+                              env=_env(), timeout=count * interval + wait + 30)
+    finally:
+        echo.kill()
+        echo.wait()
+    if ping.returncode != 0:
+        raise TestbedError(f"udp-ping failed: {ping.stderr.strip()[-500:]}")
+    return _json_out(ping.stdout, "udp-ping")
+
+
+def ns3_saturation(profile: str = "wifi6", seconds: float = 8.0,
+                   overrides: dict | None = None) -> dict:
+    """ns-3 CPU use (fraction of one core) and real-time lag during bulk TCP over ``profile``."""
+    prof = load_profile(profile, overrides)
+    with Testbed(prof) as tb:
+        time.sleep(1.0)  # past the lag warm-up
+        t0 = time.time()
+        c0 = _cpu_seconds(tb._link.proc.pid)
+        g = goodput(tb, seconds=seconds)
+        c1 = _cpu_seconds(tb._link.proc.pid)
+        t1 = time.time()
+        time.sleep(1.1)  # one more stats line covering the end of the transfer
+        h = tb.health(since=t0)
+    return {"profile": profile, "goodput_mbit_s": round(g["mbit_s"], 3),
+            "ns3_cpu_fraction": round((c1 - c0) / (t1 - t0), 3),
+            "max_lag_ms": h["max_lag_ms"], "mean_lag_ms": h["mean_lag_ms"],
+            "late_fraction": h["late_fraction"], "lag_bound_ms": h["lag_bound_ms"],
+            "valid": h["valid"]}
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def up_down_times(profiles: list[str] | None = None, repeats: int = 3) -> dict:
+    """Median seconds to bring each profile up and down: {name: {'up_s', 'down_s'}}."""
+    out = {}
+    for name in profiles or profile_names():
+        ups, downs = [], []
+        for _ in range(repeats):
+            tb = Testbed(load_profile(name))
+            t0 = time.monotonic()
+            tb.up()
+            t1 = time.monotonic()
+            tb.down()
+            t2 = time.monotonic()
+            ups.append(t1 - t0)
+            downs.append(t2 - t1)
+        out[name] = {"up_s": round(statistics.median(ups), 3),
+                     "down_s": round(statistics.median(downs), 3), "repeats": repeats}
+    return out
+
+
+def run_all(repeats: int = 3) -> dict:
+    """Everything above, for ``make bench`` (needs root; loopback-only without it)."""
+    if os.geteuid() != 0:
+        return {"skipped": "testbed benchmarks need root (network namespaces)"}
+    res = {"up_down": up_down_times(repeats=repeats), "ns3_wifi6": ns3_saturation("wifi6")}
+    for name in ("ethernet", "wifi6", "wifi6_2hop", "shaped"):
+        with Testbed(load_profile(name)) as tb:
+            res.setdefault("goodput_mbit_s", {})[name] = round(goodput(tb, seconds=3)["mbit_s"], 2)
+            r = rtt(tb, count=50, interval=0.02)
+            res.setdefault("rtt_median_ms", {})[name] = round(r["rtt_median_ms"], 3)
+            h = tb.health()
+            res.setdefault("health", {})[name] = {k: h.get(k) for k in (
+                "valid", "max_lag_ms", "mean_lag_ms", "late_fraction")}
+    return res
+
+
+if __name__ == "__main__":
+    print(json.dumps(run_all(), indent=1))

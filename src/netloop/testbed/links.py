@@ -1,0 +1,419 @@
+"""Link implementations: one interface, several emulations chosen by a profile's ``type``.
+
+A :class:`Link` joins the hosts' namespaces (created by the Testbed) and is brought up and
+down by the Testbed. Every host gets one interface ``net0`` with an address in
+``10.77.0.0/24`` (robot ``.1``, operator ``.2``, relay ``.3``); these addresses exist only
+inside the testbed's namespaces.
+
+* ``loopback`` — nothing: both hosts are the root namespace, 127.0.0.1.
+* ``ethernet`` — a veth pair, each end rate-limited by an htb (or tbf) qdisc.
+* ``ns3_wifi`` — taps bridged into a real-time ns-3 802.11a ad-hoc channel
+  (``netloop_wifi_link``, ``src/ns3/wifi_link.cc``). With ``hops: 2`` the relay is a host of
+  its own: robot and operator are out of each other's radio range, their routes to each
+  other go through the relay's address, and the relay namespace forwards IPv4 (ICMP
+  redirects off), so every robot-operator packet crosses the channel twice.
+* ``shaped`` — taps joined by the userspace emulator :mod:`netloop.testbed.shaper`.
+
+The tap-based links run their emulator inside a private ``link`` namespace (so its taps never
+appear in the root namespace), wait for its "ready" line and move each tap into its host.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from netloop import paths
+
+from . import util
+from .util import TestbedError
+
+SUBNET_PREFIX = "10.77.0."
+PREFIX_LEN = 24
+HOST_OCTET = {"robot": 1, "operator": 2, "relay": 3}
+IFACE = "net0"
+TAP_SUFFIX = {"robot": "r", "operator": "o", "relay": "x"}
+
+
+@dataclass
+class LinkContext:
+    """What a link needs from the Testbed: names, files and a way to record processes."""
+    tb_id: str
+    netns: dict[str, str]                  # host -> namespace
+    link_netns: str | None                 # private namespace for emulator processes
+    work_dir: Path                         # logs and stats files
+    record_pid: Callable[[int, str], None] = lambda pid, what: None
+    die_with_parent: bool = True
+
+
+def host_address(host: str) -> str:
+    return SUBNET_PREFIX + str(HOST_OCTET[host])
+
+
+class Link:
+    """Base class. Subclasses set ``hosts`` and ``uses_link_netns`` and implement up/down."""
+
+    hosts: list[str] = ["robot", "operator"]
+    uses_link_netns = False
+    needs_root = True
+
+    def __init__(self, profile: dict):
+        self.profile = profile
+        self.ctx: LinkContext | None = None
+
+    def prerequisites(self) -> None:
+        """Raise TestbedError if a tool or program this link needs is missing."""
+        for tool in ("ip", "tc"):
+            if shutil.which(tool) is None:
+                raise TestbedError(f"'{tool}' not found (install iproute2)")
+        if self.profile.get("rt_priority") and shutil.which("chrt") is None:
+            raise TestbedError("rt_priority needs 'chrt' (util-linux); or set rt_priority: 0")
+
+    def up(self, ctx: LinkContext) -> None:
+        raise NotImplementedError
+
+    def down(self) -> None:
+        """Stop what up() started; namespaces (and the interfaces in them) are the Testbed's."""
+
+    def metadata(self) -> dict:
+        return {}
+
+    def health(self, since: float | None = None) -> dict:
+        return {"valid": True, "reason": "ok"}
+
+    # helpers -----------------------------------------------------------------------------
+    def configure_host(self, host: str, iface: str, mtu: int, routes: list[str] = ()) -> None:
+        """Name the interface ``net0``, set MTU and address, bring it up, add routes."""
+        ns = self.ctx.netns[host]
+        lines = []
+        if iface != IFACE:
+            lines.append(f"link set dev {iface} name {IFACE}")
+        lines += [f"link set dev {IFACE} mtu {mtu}",
+                  f"addr add {host_address(host)}/{PREFIX_LEN} dev {IFACE}",
+                  f"link set dev {IFACE} up"]
+        lines += [f"route add {r}" for r in routes]
+        util.ip_batch(lines, ns)
+
+
+class LoopbackLink(Link):
+    needs_root = False
+
+    def prerequisites(self) -> None:
+        pass
+
+    def up(self, ctx: LinkContext) -> None:
+        self.ctx = ctx
+
+    def metadata(self) -> dict:
+        return {"note": "all hosts are the root namespace; traffic stays on lo (127.0.0.1)"}
+
+
+class EthernetLink(Link):
+    """A veth pair, both ends shaped to ``rate_mbit`` by htb (default) or tbf."""
+
+    def up(self, ctx: LinkContext) -> None:
+        self.ctx = ctx
+        p = self.profile
+        r, o = ctx.netns["robot"], ctx.netns["operator"]
+        util.run(["ip", "link", "add", IFACE, "netns", r, "type", "veth",
+                  "peer", "name", IFACE, "netns", o])
+        for host in ("robot", "operator"):
+            self.configure_host(host, IFACE, p["mtu"])
+            self._shape(ctx.netns[host])
+
+    def _shape(self, ns: str) -> None:
+        p = self.profile
+        rate = f"{p['rate_mbit']:g}mbit"
+        if p["qdisc"] == "htb":
+            cmds = [["qdisc", "replace", "dev", IFACE, "root", "handle", "1:", "htb", "default", "1"],
+                    ["class", "add", "dev", IFACE, "parent", "1:", "classid", "1:1", "htb",
+                     "rate", rate, "ceil", rate],
+                    ["qdisc", "add", "dev", IFACE, "parent", "1:1", "handle", "10:", "pfifo",
+                     "limit", str(p["queue_packets"])]]
+        else:
+            # burst: at least one GSO super-packet and ~1 ms at the rate
+            burst = max(65536 + 1514, int(p["rate_mbit"] * 1e6 / 8 / 1000))
+            limit = p["queue_packets"] * p["mtu"] + burst
+            cmds = [["qdisc", "replace", "dev", IFACE, "root", "tbf", "rate", rate,
+                     "burst", str(burst), "limit", str(limit)]]
+        for c in cmds:
+            util.run(["tc", "-n", ns] + c)
+
+    def metadata(self) -> dict:
+        out = {"interface": IFACE, "qdisc": self.profile["qdisc"]}
+        if self.ctx:
+            res = util.run(["tc", "-n", self.ctx.netns["robot"], "qdisc", "show", "dev", IFACE],
+                           check=False)
+            out["tc_robot"] = res.stdout.strip()
+        return out
+
+
+class StatsFile:
+    """Reads the JSON lines an emulator appends (ready / stats / final), incrementally."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset, self.lines = path, 0, []
+
+    def poll(self) -> list[dict]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return self.lines
+        end = data.rfind(b"\n")
+        if end >= 0:
+            for raw in data[:end].split(b"\n"):
+                try:
+                    self.lines.append(json.loads(raw))
+                except ValueError:
+                    pass
+            self.offset += end + 1
+        return self.lines
+
+    def ready(self) -> dict | None:
+        return next((l for l in self.poll() if l.get("type") == "ready"), None)
+
+    def stats(self) -> list[dict]:
+        return [l for l in self.poll() if l.get("type") in ("stats", "final")]
+
+
+class TapLink(Link):
+    """A link whose emulator process owns one tap per host (runs in the link namespace)."""
+
+    uses_link_netns = True
+    what = "emulator"
+    ready_timeout = 15.0
+
+    def __init__(self, profile: dict):
+        super().__init__(profile)
+        self.proc = None
+        self.stats: StatsFile | None = None
+        self.taps: dict[str, str] = {}
+        self.exit_code: int | None = None
+        self.started_wall: float | None = None
+        self.ready_info: dict | None = None
+        self.stopping = False
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def routes(self, host: str) -> list[str]:
+        return []
+
+    def up(self, ctx: LinkContext) -> None:
+        self.ctx = ctx
+        self.taps = {h: f"nl{ctx.tb_id}{TAP_SUFFIX[h]}" for h in self.hosts}
+        self.stats_path = ctx.work_dir / f"testbed_{self.what}_stats.jsonl"
+        self.log_path = ctx.work_dir / f"testbed_{self.what}.log"
+        for p in (self.stats_path, ):
+            if p.exists():
+                p.unlink()
+        self.stats = StatsFile(self.stats_path)
+        cmd = ["ip", "netns", "exec", ctx.link_netns] + self.command()
+        self.started_wall = time.time()
+        self.proc = util.spawn(cmd, self.log_path, env=self.env(),
+                               die_with_parent=ctx.die_with_parent)
+        ctx.record_pid(self.proc.pid, self.what)
+        ready = util.wait_for(lambda: self.stats.ready() or self.proc.poll() is not None,
+                              self.ready_timeout)
+        if not isinstance(ready, dict):
+            code = self.proc.poll()
+            tail = self._log_tail()
+            util.stop_process(self.proc)
+            raise TestbedError(
+                f"{self.what} did not become ready" + (f" (exit code {code})" if code is not None
+                                                       else f" within {self.ready_timeout:g} s")
+                + (f"; its log ({self.log_path}) ends with:\n{tail}" if tail else ""))
+        self.ready_info = ready
+        for host in self.hosts:
+            util.run(["ip", "-n", ctx.link_netns, "link", "set", "dev", self.taps[host],
+                      "netns", ctx.netns[host]])
+            self.configure_host(host, self.taps[host], self.profile["mtu"], self.routes(host))
+
+    def env(self) -> dict:
+        return dict(os.environ)
+
+    def _log_tail(self, n: int = 15) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").strip().splitlines()[-n:])
+        except (OSError, AttributeError):
+            return ""
+
+    def down(self) -> None:
+        if self.proc is not None:
+            self.stopping = True
+            self.exit_code = util.stop_process(self.proc)
+            if self.stats:
+                self.stats.poll()
+
+    def health(self, since: float | None = None) -> dict:
+        p = self.profile
+        bound, allowed = p["lag_bound_ms"], p["lag_late_fraction"]
+        out = {"valid": True, "reason": "ok", "lag_bound_ms": bound, "max_lag_ms": None,
+               "mean_lag_ms": None, "late_fraction": None, "late_fraction_allowed": allowed,
+               "samples": 0, "late_samples": 0}
+        lines = self.stats.stats() if self.stats is not None else []
+        if lines:
+            last = lines[-1]
+            if since is None:
+                base = None
+                out["max_lag_ms"] = last["lag_max_total_ms"]
+                out["mean_lag_ms"] = last["lag_mean_total_ms"]
+            else:
+                before = [l for l in lines if l["wall"] < since]
+                base = before[-1] if before else None
+                window = [l for l in lines if l["wall"] >= since]
+                if window:
+                    out["max_lag_ms"] = max(l["lag_max_ms"] for l in window)
+                    out["mean_lag_ms"] = sum(l["lag_mean_ms"] for l in window) / len(window)
+            out["samples"] = last["probes"] - (base["probes"] if base else 0)
+            out["late_samples"] = last["late_probes"] - (base["late_probes"] if base else 0)
+            if out["samples"]:
+                out["late_fraction"] = out["late_samples"] / out["samples"]
+        late = out["late_fraction"] or 0.0
+        if (allowed == 0 and out["late_samples"] > 0) or late > allowed:
+            out["valid"] = False
+            out["reason"] = (f"{self.what} was more than {bound:g} ms behind real time in "
+                             f"{late:.3%} of samples (allowed {allowed:.3%}; max "
+                             f"{out['max_lag_ms']:.1f} ms): link timing not trustworthy")
+        if self.proc is not None and not self.stopping and self.proc.poll() is not None:
+            out["valid"] = False
+            out["reason"] = (f"{self.what} exited unexpectedly (code {self.proc.returncode}); "
+                             f"see {self.log_path}")
+        return out
+
+    def metadata(self) -> dict:
+        out = {"emulator": self.what, "taps": self.taps, "stats_file": str(self.stats_path)
+               if self.ctx else None}
+        if self.stats:
+            lines = self.stats.stats()
+            if lines:
+                last = lines[-1]
+                out["final_stats"] = last
+                elapsed = last["wall"] - (self.ready_info or {}).get("wall", self.started_wall)
+                if elapsed > 0:
+                    out["cpu_fraction"] = round(last["cpu_s"] / elapsed, 4)
+        if self.exit_code is not None:
+            out["exit_code"] = self.exit_code
+        return out
+
+
+def wifi_binary() -> Path:
+    """The ns-3 program: $NETLOOP_WIFI_LINK, the catkin devel space, or a hand build."""
+    env = os.environ.get("NETLOOP_WIFI_LINK")
+    if env:
+        return Path(env)
+    try:
+        return paths.node_binary("netloop_wifi_link")
+    except FileNotFoundError as err:
+        dev = paths.REPO / ".build" / "ns3dev" / "netloop_wifi_link"
+        if dev.is_file():
+            return dev
+        raise TestbedError(f"{err} (it is built only when ns-3 3.37 is installed: "
+                           "apt-get install ns3 libns3-dev libgsl-dev)") from None
+
+
+class Ns3WifiLink(TapLink):
+    """802.11a ad-hoc at a fixed OFDM rate, emulated in real time by ns-3."""
+
+    what = "ns3"
+
+    def __init__(self, profile: dict):
+        super().__init__(profile)
+        self.hosts = (["robot", "relay", "operator"] if profile["hops"] == 2
+                      else ["robot", "operator"])
+
+    def prerequisites(self) -> None:
+        super().prerequisites()
+        binary = wifi_binary()
+        if not os.access(binary, os.X_OK):
+            raise TestbedError(f"ns-3 link program {binary} is not executable")
+
+    def command(self) -> list[str]:
+        p = self.profile
+        order = self.hosts  # positions on the line follow this order
+        cmd = [] if not p["rt_priority"] else ["chrt", "-f", str(p["rt_priority"])]
+        return cmd + [
+            str(wifi_binary()),
+            "--taps=" + ",".join(self.taps[h] for h in order),
+            "--ips=" + ",".join(host_address(h) for h in order),
+            "--netmask=255.255.255.0",
+            f"--rate={p['phy_rate']}", f"--distance={p['distance_m']}",
+            f"--range={p['max_range_m']}", f"--tx-power={p['tx_power_dbm']}",
+            f"--rts-threshold={p['rts_threshold']}", f"--queue={p['queue_packets']}",
+            f"--seed={p['seed']}", f"--stats={self.stats_path}",
+            f"--stats-interval={p['stats_interval_s']}", f"--probe-ms={p['probe_interval_ms']}",
+            f"--lag-bound={p['lag_bound_ms']}",
+        ]
+
+    def routes(self, host: str) -> list[str]:
+        if self.profile["hops"] != 2 or host == "relay":
+            return []
+        other = "operator" if host == "robot" else "robot"
+        return [f"{host_address(other)}/32 via {host_address('relay')} dev {IFACE}"]
+
+    def metadata(self) -> dict:
+        p = self.profile
+        out = super().metadata()
+        out.update({
+            "simulator": "ns-3 3.37 RealtimeSimulatorImpl (best effort), ChecksumEnabled",
+            "standard": "IEEE 802.11a ad-hoc, ConstantRateWifiManager", "phy_rate": p["phy_rate"],
+            "channel": "YANS, LogDistance" + (f" + Range {p['max_range_m']:g} m"
+                                              if p["max_range_m"] else ""),
+            "positions_m": {h: i * p["distance_m"] for i, h in enumerate(self.hosts)},
+            "routing": ("relay namespace forwards IPv4; static /32 routes via the relay"
+                        if p["hops"] == 2 else "direct"),
+            "binary": str(wifi_binary()),
+            "macs": dict(zip(self.hosts, (self.ready_info or {}).get("macs", []))),
+        })
+        return out
+
+
+class ShapedLink(TapLink):
+    """Rate, delay, jitter, loss and queue limit per direction, emulated in userspace."""
+
+    what = "shaper"
+
+    def directions(self) -> dict:
+        p = self.profile
+        keys = ("rate_mbit", "delay_ms", "jitter_ms", "jitter_dist", "loss", "queue_packets")
+        return {d: {k: (p[d][k] if p[d].get(k) is not None else p[k]) for k in keys}
+                for d in ("to_operator", "to_robot")}
+
+    def env(self) -> dict:
+        env = dict(os.environ)
+        src = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        return env
+
+    def command(self) -> list[str]:
+        p = self.profile
+        cfg = {**self.directions(), "reorder": p["reorder"], "seed": p["seed"]}
+        rt = ["chrt", "-f", str(p["rt_priority"])] if p["rt_priority"] else []
+        return rt + [sys.executable, "-m", "netloop.testbed.shaper",
+                "--tap", self.taps["robot"], "--tap", self.taps["operator"],
+                "--config", json.dumps(cfg), "--stats", str(self.stats_path),
+                "--lag-bound", str(p["lag_bound_ms"])]
+
+    def metadata(self) -> dict:
+        out = super().metadata()
+        out["directions"] = self.directions()
+        out["reorder"] = self.profile["reorder"]
+        out["model"] = ("Bernoulli loss, then a FIFO limited to queue_packets sending at "
+                        "rate_mbit, then delay + jitter" + ("" if self.profile["reorder"] else
+                                                           " without reordering"))
+        return out
+
+
+IMPLEMENTATIONS = {"loopback": LoopbackLink, "ethernet": EthernetLink, "ns3_wifi": Ns3WifiLink,
+                   "shaped": ShapedLink}
+
+
+def make_link(profile: dict) -> Link:
+    return IMPLEMENTATIONS[profile["type"]](profile)

@@ -1,0 +1,213 @@
+"""Link profiles: the YAML files in ``config/links/`` and their validation.
+
+A profile file holds a ``type`` (which :class:`~netloop.testbed.links.Link` implementation
+emulates it), an optional ``description`` and that type's parameters, all at the top level::
+
+    type: shaped
+    description: 10 Mbit/s, 20 ms each way
+    rate_mbit: 10
+    delay_ms: 20
+
+:func:`load_profile` returns the validated profile with every default filled in, plus
+``name`` (the file's stem). Overrides use the same keys (dotted for nested ones, e.g.
+``to_robot.delay_ms``) and are validated together with the file, so a bad value is refused
+with its key and the allowed values before anything is created.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from netloop.paths import CONFIG
+from netloop.schema import (Bool, ConfigError, Enum, Int, Map, Node, Num, Str, load_yaml,
+                            validate)
+
+LINKS_DIR = CONFIG / "links"
+
+TYPES = ["loopback", "ethernet", "ns3_wifi", "shaped"]
+
+#: 802.11a OFDM data rates ns-3 knows (ConstantRateWifiManager DataMode).
+OFDM_RATES = ["OfdmRate6Mbps", "OfdmRate9Mbps", "OfdmRate12Mbps", "OfdmRate18Mbps",
+              "OfdmRate24Mbps", "OfdmRate36Mbps", "OfdmRate48Mbps", "OfdmRate54Mbps"]
+
+_COMMON = {
+    "type": Enum(TYPES, doc="link implementation", what="link type"),
+    "description": Str(default="", nonempty=False, doc="one line for humans"),
+}
+
+_MTU = Int(default=1500, ge=576, le=9000, doc="MTU of the hosts' interfaces, bytes")
+_LAG = Num(default=5.0, gt=0, le=1000,
+           doc="real-time lag (ms) of the emulator process that counts as late")
+_LATE = Num(default=0.001, ge=0, le=1,
+            doc="fraction of lag samples allowed above lag_bound_ms before a run is invalid "
+                "(0 = strict: any sample above the bound invalidates the run)")
+_RT = Int(default=10, ge=0, le=99,
+          doc="SCHED_FIFO priority of the emulator process (0 = normal scheduling)")
+
+
+SCHEMAS: dict[str, Map] = {
+    "loopback": Map(dict(_COMMON)),
+    "ethernet": Map({
+        **_COMMON,
+        "rate_mbit": Num(default=100.0, gt=0, le=100000, doc="rate of each direction, Mbit/s"),
+        "qdisc": Enum(["htb", "tbf"], default="htb", doc="rate-limiting qdisc on both veth ends"),
+        "queue_packets": Int(default=1000, ge=1, le=100000, doc="queue limit of each end, packets"),
+        "mtu": _MTU,
+    }),
+}
+
+
+def _wifi_check(cfg: dict, key: str) -> None:
+    d, r = cfg["distance_m"], cfg["max_range_m"]
+    if cfg["hops"] == 2:
+        if not (d < r < 2 * d):
+            raise ConfigError("max_range_m", f"{r:g} m does not make a 2-hop chain: with "
+                              f"distance_m={d:g} it must be > {d:g} and < {2 * d:g} so that robot "
+                              "and operator hear only the relay")
+    elif r and r <= d:
+        raise ConfigError("max_range_m", f"{r:g} m is not above distance_m={d:g}: robot and "
+                          "operator could not hear each other (0 = unlimited)")
+
+
+SCHEMAS["ns3_wifi"] = Map({
+    **_COMMON,
+    "hops": Int(default=1, ge=1, le=2,
+                doc="1: robot-operator; 2: robot-relay-operator chain, ends out of range"),
+    "phy_rate": Enum(OFDM_RATES, default="OfdmRate6Mbps", doc="fixed 802.11a data rate",
+                     what="OFDM rate"),
+    "distance_m": Num(default=10.0, gt=0, le=10000, doc="metres between neighbouring nodes"),
+    "max_range_m": Num(default=0.0, ge=0, le=100000,
+                       doc="radio range cut-off in metres (0 = unlimited)"),
+    "tx_power_dbm": Num(default=16.0206, ge=-20, le=40, doc="transmit power, dBm"),
+    "rts_threshold": Int(default=65535, ge=0, le=65535,
+                         doc="RTS/CTS for frames above this many bytes (65535 = off)"),
+    "queue_packets": Int(default=500, ge=1, le=100000, doc="Wi-Fi MAC queue size, packets"),
+    "seed": Int(default=1, ge=1, doc="ns-3 random seed"),
+    "lag_bound_ms": _LAG,
+    "lag_late_fraction": _LATE,
+    "probe_interval_ms": Num(default=1.0, gt=0, le=100, doc="ms between real-time lag probes"),
+    "stats_interval_s": Num(default=1.0, gt=0, le=60, doc="seconds between stats lines"),
+    "rt_priority": _RT,
+    "mtu": Int(default=1500, ge=576, le=1500, doc="MTU of the hosts' interfaces, bytes"),
+}, check=_wifi_check)
+
+
+class _Inherit(Node):
+    """A value that may be null (= take the top-level value); otherwise checked by ``node``."""
+
+    def __init__(self, node: Node):
+        super().__init__(None, node.doc)
+        self.node = node
+
+    def describe(self) -> str:
+        return self.node.describe() + " or null (inherit)"
+
+    def check(self, value, key):
+        return None if value is None else self.node.check(value, key)
+
+
+def _direction(inherit: bool) -> dict[str, Any]:
+    """Per-direction shaping keys; in the per-direction maps they default to None (inherit)."""
+    keys = {
+        "rate_mbit": Num(default=10.0, gt=0, le=1000, doc="rate, Mbit/s"),
+        "delay_ms": Num(default=10.0, ge=0, le=10000, doc="base one-way delay, ms"),
+        "jitter_ms": Num(default=0.0, ge=0, le=10000,
+                         doc="jitter: half-width (uniform) or standard deviation (normal), ms"),
+        "jitter_dist": Enum(["uniform", "normal"], default="uniform",
+                            doc="jitter distribution", what="jitter distribution"),
+        "loss": Num(default=0.0, ge=0, lt=1, doc="packet loss probability (0..1)"),
+        "queue_packets": Int(default=100, ge=1, le=100000,
+                             doc="packets waiting for the link before tail drop"),
+    }
+    return {k: _Inherit(v) for k, v in keys.items()} if inherit else keys
+
+
+SCHEMAS["shaped"] = Map({
+    **_COMMON,
+    **_direction(False),
+    "to_operator": Map(_direction(True), default={},
+                       doc="overrides for the robot->operator direction"),
+    "to_robot": Map(_direction(True), default={},
+                    doc="overrides for the operator->robot direction"),
+    "reorder": Bool(default=False,
+                    doc="let jitter reorder packets (false: a packet never overtakes another)"),
+    "seed": Int(default=1, ge=0, doc="random seed of loss and jitter"),
+    "lag_bound_ms": _LAG,
+    "lag_late_fraction": _LATE,
+    "rt_priority": _RT,
+    "mtu": _MTU,
+})
+
+
+def profile_names() -> list[str]:
+    """Names of the link profiles in ``config/links/*.yaml``, sorted."""
+    return sorted(p.stem for p in LINKS_DIR.glob("*.yaml"))
+
+
+def _set_dotted(doc: dict, key: str, value: Any) -> None:
+    parts = str(key).split(".")
+    node = doc
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(".".join(parts[:i + 1]), "is not a mapping; cannot set "
+                              f"'{key}' inside it")
+        node = child
+    node[parts[-1]] = value
+
+
+def validate_profile(data: Any, source: str | None = None, name: str | None = None) -> dict:
+    """Validate a profile mapping (from a file or built in code); returns it with defaults."""
+    if not isinstance(data, dict):
+        raise ConfigError("", f"a link profile must be a mapping, got {type(data).__name__}",
+                          source)
+    data = dict(data)
+    name = data.pop("name", None) or name or "custom"
+    if "type" not in data:
+        raise ConfigError("type", f"missing required key (one of {', '.join(TYPES)})", source)
+    kind = validate(Map({"type": _COMMON["type"]}), {"type": data["type"]}, source)["type"]
+    out = validate(SCHEMAS[kind], data, source)
+    return {"name": name, **out}
+
+
+def load_profile(name: str, overrides: dict | None = None) -> dict:
+    """Load ``config/links/<name>.yaml``, apply ``overrides`` and validate.
+
+    Raises ConfigError for an unknown profile (listing the known ones), an unknown key
+    (listing the allowed ones) or a value out of range (naming the key and the bounds)."""
+    names = profile_names()
+    if name not in names:
+        from netloop.schema import _suggest
+        raise ConfigError("link", f"unknown link profile {name!r}{_suggest(name, names)}; "
+                                  f"allowed: {', '.join(names)}")
+    path = LINKS_DIR / f"{name}.yaml"
+    raw = load_yaml(str(path)) or {}
+    if not isinstance(raw, dict):
+        raise ConfigError("", "a link profile must be a mapping", str(path))
+    raw = copy.deepcopy(raw)
+    source = str(path)
+    if overrides:
+        source += " with overrides " + ", ".join(f"{k}={v!r}" for k, v in overrides.items())
+        for key, value in overrides.items():
+            if key in ("type", "name"):
+                raise ConfigError(key, "cannot be overridden; choose another profile instead")
+            _set_dotted(raw, key, value)
+    return validate_profile(raw, source=source, name=name)
+
+
+def parse_set(items: list[str] | None) -> dict:
+    """Turn CLI ``--set key=value`` items into an overrides dict (values parsed as YAML)."""
+    import yaml
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ConfigError(str(item), "expected key=value (e.g. delay_ms=20)")
+        key, _, text = item.partition("=")
+        try:
+            out[key.strip()] = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            out[key.strip()] = text
+    return out

@@ -1,0 +1,267 @@
+"""The Testbed: hosts as network namespaces joined by an emulated link.
+
+See :mod:`netloop.testbed` for the API. Life cycle of ``up()``:
+
+1. refuse early: profile invalid (at construction), not root, program missing;
+2. under the state lock: clean leftovers of crashed runs, pick an id, write the record;
+3. create namespaces ``nl<id>-robot``, ``nl<id>-operator`` (``-relay``), and for tap-based
+   links ``nl<id>-link``; ``lo`` up, IPv6 off (no router/neighbour chatter on the
+   emulated link), forwarding on in the relay;
+4. bring the link up. Any failure tears down what exists and re-raises.
+
+``down()`` stops the link's processes, deletes the namespaces (their interfaces go with
+them) and the record. It is idempotent and also runs at interpreter exit and on SIGTERM /
+SIGHUP (turned into SystemExit when the process had no handler of its own).
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+from . import state, util
+from .links import LinkContext, host_address, make_link
+from .profiles import validate_profile
+from .util import TestbedError
+from netloop.schema import ConfigError
+
+log = logging.getLogger("netloop.testbed")
+
+_LIVE: set["Testbed"] = set()
+_SAVED_HANDLERS: dict = {}  # signal -> handler before the first live testbed installed ours
+_EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _down_all_at_exit() -> None:
+    for tb in list(_LIVE):
+        try:
+            tb.down()
+        except Exception as err:  # pragma: no cover - best effort at exit
+            log.error("testbed %s teardown at exit failed: %s", tb.id, err)
+
+
+atexit.register(_down_all_at_exit)
+
+
+def _exit_on_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+class Testbed:
+    """Hosts (network namespaces) joined by the emulated link a profile describes.
+
+    ``profile`` is a dict from :func:`load_profile` (it is validated again here, so nothing is
+    created for an invalid one). ``log_dir`` receives the emulator's log and stats files;
+    without it they live in ``/run/netloop/<id>/`` and are removed by ``down()``.
+    ``persistent`` marks the record as made by ``netloop testbed up`` (its keeper process
+    is the owner), so that ``netloop testbed down`` finds it.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, profile: dict, log_dir: Path | str | None = None, *,
+                 persistent: bool = False):
+        self.profile = validate_profile(profile)
+        self.name = self.profile["name"]
+        self.log_dir = Path(log_dir) if log_dir is not None else None
+        self.persistent = persistent
+        self._link = make_link(self.profile)
+        self.id: str | None = None
+        self._netns: dict[str, str] = {}
+        self._record: dict | None = None
+        self._is_up = False
+        self._work_dir: Path | None = None
+        self.up_time_s: float | None = None
+        self.down_time_s: float | None = None
+        self.leftovers_cleaned: list[dict] = []
+
+    # --- public API ----------------------------------------------------------------------
+    @property
+    def hosts(self) -> list[str]:
+        """Host names, e.g. ['robot', 'operator'] or ['robot', 'relay', 'operator']."""
+        return list(self._link.hosts)
+
+    @property
+    def is_loopback(self) -> bool:
+        return self.profile["type"] == "loopback"
+
+    @property
+    def is_up(self) -> bool:
+        return self._is_up
+
+    def _check_host(self, host: str) -> None:
+        if host not in self._link.hosts:
+            raise ConfigError("host", f"unknown host {host!r} for link profile "
+                                      f"'{self.name}'; allowed: {', '.join(self.hosts)}")
+
+    def exec_prefix(self, host: str) -> list[str]:
+        """Command prefix that runs a program on ``host`` ([] for loopback)."""
+        self._check_host(host)
+        if self.is_loopback:
+            return []
+        if not self._is_up:
+            raise TestbedError("testbed is not up: call up() first")
+        return ["ip", "netns", "exec", self._netns[host]]
+
+    def netns(self, host: str) -> str | None:
+        """Namespace name of ``host`` (None for loopback)."""
+        self._check_host(host)
+        return None if self.is_loopback else self._netns.get(host)
+
+    def address(self, host: str) -> str:
+        """IPv4 address other hosts reach ``host`` at (use as ROS_IP)."""
+        self._check_host(host)
+        return "127.0.0.1" if self.is_loopback else host_address(host)
+
+    def up(self) -> "Testbed":
+        """Create namespaces and link. Calling it again while up does nothing."""
+        if self._is_up:
+            return self
+        t0 = time.monotonic()
+        if self.is_loopback:
+            self._link.up(LinkContext("", {}, None, Path(".")))
+            self._is_up = True
+            self.up_time_s = time.monotonic() - t0
+            return self
+        if os.geteuid() != 0:
+            raise TestbedError(f"link profile '{self.name}' needs root (it creates network "
+                               "namespaces); use the 'loopback' profile")
+        self._link.prerequisites()
+        with state.lock():
+            self.leftovers_cleaned = state.cleanup_stale()
+            self.id = state.new_id()
+            roles = self.hosts + (["link"] if self._link.uses_link_netns else [])
+            self._netns = {r: state.ns_name(self.id, r) for r in roles}
+            if self.log_dir is not None:
+                self._work_dir = self.log_dir
+                work_owned = None
+            else:
+                self._work_dir = state.STATE_DIR / self.id
+                work_owned = str(self._work_dir)
+            self._record = state.new_record(self.id, self.profile, self.persistent,
+                                            list(self._netns.values()), work_owned)
+            self._record["hosts"] = {h: {"netns": self._netns[h], "address": host_address(h)}
+                                     for h in self.hosts}
+            state.save(self._record)
+        _LIVE.add(self)
+        try:
+            self._work_dir.mkdir(parents=True, exist_ok=True)
+            self._create_namespaces()
+            ctx = LinkContext(self.id, {h: self._netns[h] for h in self.hosts},
+                              self._netns.get("link"), self._work_dir, self._record_pid)
+            self._link.up(ctx)
+            if getattr(self._link, "stats_path", None):
+                self._record["stats"] = str(self._link.stats_path)
+                state.save(self._record)
+        except BaseException:
+            self._is_up = True  # so down() does its whole job
+            self.down()
+            raise
+        self._is_up = True
+        self._install_signal_handlers()
+        self.up_time_s = time.monotonic() - t0
+        return self
+
+    def down(self) -> None:
+        """Remove everything up() made. Safe to call twice or after a failed up()."""
+        if not self._is_up:
+            return
+        t0 = time.monotonic()
+        errors = []
+        try:
+            self._link.down()
+        except Exception as err:
+            errors.append(f"link: {err}")
+        if not self.is_loopback and self._record is not None:
+            with state.lock():
+                try:
+                    state.cleanup_record(self._record)
+                except Exception as err:
+                    errors.append(f"cleanup: {err}")
+        self._is_up = False
+        _LIVE.discard(self)
+        self._restore_signal_handlers()
+        self.down_time_s = time.monotonic() - t0
+        if errors:
+            log.error("testbed %s teardown problems: %s", self.id, "; ".join(errors))
+
+    def health(self, since: float | None = None) -> dict:
+        """{'valid', 'reason', 'max_lag_ms', 'mean_lag_ms', 'lag_bound_ms', ...}.
+
+        ``valid`` is False when the emulator fell further behind real time than the profile's
+        ``lag_bound_ms`` or died. ``since`` (a time.time() value) limits the lag statistics to
+        stats intervals ending after it, e.g. the start of one trial."""
+        out = self._link.health(since)
+        out.setdefault("max_lag_ms", None)
+        out.setdefault("lag_bound_ms", self.profile.get("lag_bound_ms"))
+        return out
+
+    def metadata(self) -> dict:
+        """Profile, actual parameters and emulator statistics, for a run's metadata.json."""
+        return {
+            "profile": self.name, "type": self.profile["type"], "params": dict(self.profile),
+            "testbed_id": self.id,
+            "hosts": {h: {"namespace": self._netns.get(h), "address": self.address(h),
+                          "interface": None if self.is_loopback else "net0"}
+                      for h in self.hosts},
+            "subnet": None if self.is_loopback else "10.77.0.0/24",
+            "link": self._link.metadata(),
+            "health": self.health(),
+            "up_time_s": self.up_time_s, "down_time_s": self.down_time_s,
+            "leftovers_cleaned": [r["id"] for r in self.leftovers_cleaned],
+        }
+
+    def __enter__(self) -> "Testbed":
+        return self.up()
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+    def __repr__(self) -> str:
+        return (f"Testbed({self.name!r}, id={self.id!r}, "
+                f"{'up' if self._is_up else 'down'}, hosts={self.hosts})")
+
+    # --- internals -----------------------------------------------------------------------
+    def _record_pid(self, pid: int, what: str) -> None:
+        self._record["pids"].append({"pid": pid, "start": util.proc_start_time(pid), "what": what})
+        state.save(self._record)
+
+    def _create_namespaces(self) -> None:
+        ipv6 = os.path.isdir("/proc/sys/net/ipv6")
+        for role, ns in self._netns.items():
+            util.netns_add(ns)
+            util.ip_batch(["link set dev lo up"], ns)
+            settings: dict = {}
+            if ipv6:
+                settings.update({"net.ipv6.conf.all.disable_ipv6": 1,
+                                 "net.ipv6.conf.default.disable_ipv6": 1})
+            if role == "relay":
+                settings.update({"net.ipv4.ip_forward": 1,
+                                 "net.ipv4.conf.all.send_redirects": 0,
+                                 "net.ipv4.conf.default.send_redirects": 0})
+            elif role in ("robot", "operator"):
+                settings.update({"net.ipv4.conf.all.accept_redirects": 0,
+                                 "net.ipv4.conf.default.accept_redirects": 0})
+            if settings:
+                util.sysctl(ns, settings)
+
+    @staticmethod
+    def _install_signal_handlers() -> None:
+        if threading.current_thread() is not threading.main_thread() or _SAVED_HANDLERS:
+            return
+        for sig in _EXIT_SIGNALS:
+            if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                _SAVED_HANDLERS[sig] = signal.signal(sig, _exit_on_signal)
+
+    @staticmethod
+    def _restore_signal_handlers() -> None:
+        if threading.current_thread() is not threading.main_thread() or _LIVE:
+            return
+        for sig, prev in list(_SAVED_HANDLERS.items()):
+            if signal.getsignal(sig) is _exit_on_signal:
+                signal.signal(sig, prev)
+            del _SAVED_HANDLERS[sig]

@@ -1,0 +1,123 @@
+// flow_sink: receives a flow of any message type and records each arrival (roscpp).
+//
+// Subscribes `flow` (remap it) with topic_tools::ShapeShifter, so it takes any type, over
+// ~transport (tcp | tcp_nodelay | udp). Per message it records one row (netloop-events/1):
+//   kind    ~kind: "rx" at the flow's destination, "tap" for a tap on the sending host
+//           (used for flows whose publisher records nothing, e.g. `rosbag play`)
+//   seq, stamp_ns   read from the message: the header's seq and stamp for types that
+//           start with a std_msgs/Header, seq and stamp of netloop/LoopSample
+//   recv_ns the sink's clock at the callback; bytes: serialized size
+// ~record_path (CSV), ~transport, ~max_datagram (UDPROS).
+#include <ros/ros.h>
+#include <topic_tools/shape_shifter.h>
+
+#include <cstring>
+
+#include "netloop/event_log.h"
+#include "netloop/loop_node.h"
+#include "netloop/transport.h"
+
+namespace netloop {
+namespace {
+
+struct Stamp {
+  uint32_t seq = 0;
+  int64_t stamp_ns = -1;
+};
+
+uint32_t readU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+/// Whether the first field of a message definition is a std_msgs/Header.
+bool startsWithHeader(const std::string& definition) {
+  size_t pos = 0;
+  while (pos < definition.size()) {
+    size_t end = definition.find('\n', pos);
+    if (end == std::string::npos) end = definition.size();
+    const std::string line = definition.substr(pos, end - pos);
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first != std::string::npos && line[first] != '#') {
+      return line.compare(first, 7, "Header ") == 0 || line.compare(first, 16, "std_msgs/Header ") == 0;
+    }
+    pos = end + 1;
+  }
+  return false;
+}
+
+/// seq and stamp from a serialized message: Header first (seq, secs, nsecs), or LoopSample
+/// (seq, value, stamp secs, nsecs).
+Stamp readStamp(const std::string& datatype, const std::string& definition, const std::vector<uint8_t>& buf) {
+  Stamp s;
+  size_t offset;
+  if (datatype == "netloop/LoopSample") {
+    offset = 12;  // after seq (4) and value (8)
+  } else if (startsWithHeader(definition)) {
+    offset = 4;  // after header.seq
+  } else {
+    return s;
+  }
+  if (buf.size() < offset + 8) return s;
+  s.seq = readU32(buf.data());
+  s.stamp_ns = static_cast<int64_t>(readU32(buf.data() + offset)) * 1000000000LL + readU32(buf.data() + offset + 4);
+  return s;
+}
+
+class Sink {
+ public:
+  Sink(const std::string& path, const std::string& kind, const std::string& topic)
+      : log_(path), kind_(kind), topic_(topic) {}
+
+  void onMessage(const topic_tools::ShapeShifter::ConstPtr& msg) {
+    const ros::WallTime now = ros::WallTime::now();
+    std::vector<uint8_t> buf(msg->size());
+    ros::serialization::OStream stream(buf.data(), buf.size());
+    msg->write(stream);
+    const Stamp s = readStamp(msg->getDataType(), msg->getMessageDefinition(), buf);
+    log_.write(EventRow{kind_.c_str(), topic_.c_str(), s.seq, 0.0, s.stamp_ns, toNs(now), -1, -1,
+                        static_cast<uint32_t>(buf.size())});
+    ++received_;
+  }
+
+  uint64_t received() const { return received_; }
+
+ private:
+  EventLog log_;
+  std::string kind_, topic_;
+  uint64_t received_ = 0;
+};
+
+int run() {
+  ros::NodeHandle nh, pnh("~");
+  Transport transport;
+  try {
+    transport = parseTransport(pnh.param<std::string>("transport", "tcp"));
+  } catch (const std::invalid_argument& e) {
+    exitWithConfigError("parameter " + pnh.resolveName("transport") + ": " + e.what());
+  }
+  const std::string kind = pnh.param<std::string>("kind", "rx");
+  if (kind != "rx" && kind != "tap") exitWithConfigError("parameter ~kind: '" + kind + "'; allowed: rx, tap");
+  const int max_datagram = static_cast<int>(requireNumber(pnh, "max_datagram", 1400, Bound::Positive));
+  const std::string topic = nh.resolveName("flow");
+  Sink sink(pnh.param<std::string>("record_path", ""), kind, topic);
+  ros::Subscriber sub = nh.subscribe<topic_tools::ShapeShifter>(topic, 100, &Sink::onMessage, &sink,
+                                                                transportHints(transport, max_datagram));
+  ROS_INFO("flow_sink %s (%s) over %s", topic.c_str(), kind.c_str(), transportName(transport).c_str());
+  ros::spin();
+  ROS_INFO("flow_sink %s: %llu messages", topic.c_str(), static_cast<unsigned long long>(sink.received()));
+  return 0;
+}
+
+}  // namespace
+}  // namespace netloop
+
+int main(int argc, char** argv) {
+  ros::init(argc, argv, "flow_sink");
+  try {
+    return netloop::run();
+  } catch (const std::exception& e) {
+    netloop::exitWithConfigError(e.what());
+  }
+}

@@ -1,0 +1,151 @@
+// flow_source: a perturbing flow of messages of a given size and period (roscpp).
+//
+// ~message  loop_sample       netloop/LoopSample padded so its serialized size is ~size_bytes
+//           image             sensor_msgs/Image, ~width x ~height rgb8 (a moving gradient)
+//           compressed_image  sensor_msgs/CompressedImage, JPEG files from ~frames_dir, cycled
+// ~period [s], ~count (0 = until stopped), ~size_bytes, ~width, ~height, ~frames_dir,
+// ~start_delay [s] after the first subscriber connects (~wait_for_subscribers, default true),
+// ~connect_timeout [s], ~record_path (netloop-events/1 CSV, one tx row per message).
+// Publishes on `flow` (remap it). Messages with a header carry seq and stamp there.
+// Exit status: 0 done, 2 bad parameter, 3 no subscriber connected in time.
+#include <netloop/LoopSample.h>
+#include <ros/ros.h>
+#include <sensor_msgs/CompressedImage.h>
+#include <sensor_msgs/Image.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "netloop/event_log.h"
+#include "netloop/loop_node.h"
+
+namespace netloop {
+namespace {
+
+std::vector<std::vector<uint8_t>> loadFrames(const std::string& dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const auto ext = entry.path().extension().string();
+    if (ext == ".jpg" || ext == ".jpeg") files.push_back(entry.path());
+  }
+  if (ec) exitWithConfigError("~frames_dir '" + dir + "': " + ec.message());
+  std::sort(files.begin(), files.end());
+  std::vector<std::vector<uint8_t>> frames;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    frames.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (frames.empty()) exitWithConfigError("~frames_dir '" + dir + "' holds no .jpg files");
+  return frames;
+}
+
+template <class M>
+uint32_t sizeOf(const M& m) {
+  return ros::serialization::serializationLength(m);
+}
+
+int run() {
+  ros::NodeHandle nh, pnh("~");
+  const std::string kind = pnh.param<std::string>("message", "loop_sample");
+  const double period = requireNumber(pnh, "period", 0.1, Bound::Positive);
+  const int count = static_cast<int>(requireNumber(pnh, "count", 0, Bound::NonNegative));
+  const double start_delay = requireNumber(pnh, "start_delay", 0.0, Bound::NonNegative);
+  const double connect_timeout = requireNumber(pnh, "connect_timeout", 15.0, Bound::Positive);
+  const bool wait_subs = pnh.param("wait_for_subscribers", true);
+  EventLog log(pnh.param<std::string>("record_path", ""));
+  const std::string topic = nh.resolveName("flow");
+
+  ros::Publisher pub;
+  std::function<void(uint32_t, const ros::WallTime&)> publish;
+  if (kind == "loop_sample") {
+    const double size = requireNumber(pnh, "size_bytes", 1024, Bound::Positive);
+    pub = nh.advertise<LoopSample>("flow", 10);
+    LoopSample probe = makeSample(0, 0.0, ros::WallTime::now(), nullptr, 0);
+    const uint32_t overhead = sizeOf(probe);
+    const uint32_t padding = size > overhead ? static_cast<uint32_t>(size) - overhead : 0;
+    publish = [&, padding](uint32_t seq, const ros::WallTime& now) {
+      const LoopSample m = makeSample(seq, 0.0, now, nullptr, padding);
+      pub.publish(m);
+      log.write(EventRow{"tx", topic.c_str(), seq, 0.0, toNs(now), -1, -1, -1, sizeOf(m)});
+    };
+  } else if (kind == "image") {
+    const int w = static_cast<int>(requireNumber(pnh, "width", 320, Bound::Positive));
+    const int h = static_cast<int>(requireNumber(pnh, "height", 240, Bound::Positive));
+    pub = nh.advertise<sensor_msgs::Image>("flow", 10);
+    auto img = boost::make_shared<sensor_msgs::Image>();
+    img->width = w;
+    img->height = h;
+    img->encoding = "rgb8";
+    img->step = 3 * w;
+    img->data.resize(static_cast<size_t>(3) * w * h);
+    img->header.frame_id = "camera_optical_frame";
+    publish = [&, img, w, h](uint32_t seq, const ros::WallTime& now) {
+      for (int y = 0; y < h; ++y)  // a gradient that moves one pixel per frame
+        for (int x = 0; x < w; ++x) {
+          uint8_t* px = &img->data[3 * (static_cast<size_t>(y) * w + x)];
+          px[0] = static_cast<uint8_t>(x + seq);
+          px[1] = static_cast<uint8_t>(y);
+          px[2] = static_cast<uint8_t>(x ^ y);
+        }
+      img->header.seq = seq;
+      img->header.stamp = asTime(now);
+      pub.publish(*img);
+      log.write(EventRow{"tx", topic.c_str(), seq, 0.0, toNs(now), -1, -1, -1, sizeOf(*img)});
+    };
+  } else if (kind == "compressed_image") {
+    const auto frames = loadFrames(pnh.param<std::string>("frames_dir", ""));
+    pub = nh.advertise<sensor_msgs::CompressedImage>("flow", 10);
+    publish = [&, frames](uint32_t seq, const ros::WallTime& now) {
+      sensor_msgs::CompressedImage m;
+      m.header.seq = seq;
+      m.header.stamp = asTime(now);
+      m.header.frame_id = "camera_optical_frame";
+      m.format = "jpeg";
+      m.data = frames[seq % frames.size()];
+      pub.publish(m);
+      log.write(EventRow{"tx", topic.c_str(), seq, 0.0, toNs(now), -1, -1, -1, sizeOf(m)});
+    };
+  } else {
+    exitWithConfigError("parameter " + pnh.resolveName("message") + ": unknown message kind '" + kind +
+                        "'; allowed: loop_sample, image, compressed_image");
+  }
+
+  if (wait_subs) {
+    const ros::WallTime give_up = ros::WallTime::now() + ros::WallDuration(connect_timeout);
+    while (ros::ok() && pub.getNumSubscribers() == 0) {
+      if (ros::WallTime::now() > give_up) {
+        ROS_FATAL("flow_source %s: no subscriber within %.1f s", topic.c_str(), connect_timeout);
+        return 3;
+      }
+      ros::WallDuration(0.01).sleep();
+    }
+  }
+  ros::WallDuration(start_delay).sleep();
+  ROS_INFO("flow_source %s: %s every %.3f s, %d messages", topic.c_str(), kind.c_str(), period, count);
+  const ros::WallTime t0 = ros::WallTime::now();
+  for (int k = 0; ros::ok() && (count == 0 || k < count); ++k) {
+    const ros::WallTime due = t0 + ros::WallDuration(k * period);
+    const ros::WallTime now = ros::WallTime::now();
+    if (due > now) (due - now).sleep();
+    publish(static_cast<uint32_t>(k), ros::WallTime::now());
+  }
+  ros::WallDuration(0.5).sleep();  // let the last message leave before the connection closes
+  return 0;
+}
+
+}  // namespace
+}  // namespace netloop
+
+int main(int argc, char** argv) {
+  ros::init(argc, argv, "flow_source");
+  ros::start();
+  try {
+    return netloop::run();
+  } catch (const std::exception& e) {
+    netloop::exitWithConfigError(e.what());
+  }
+}

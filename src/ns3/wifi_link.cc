@@ -1,0 +1,479 @@
+// netloop_wifi_link: a real-time ns-3 IEEE 802.11a ad-hoc channel joining Linux tap devices.
+//
+// Each ns-3 node owns one Wi-Fi device (802.11a, ConstantRateWifiManager at a fixed OFDM
+// rate, YANS channel, ad-hoc MAC) bridged to a Linux tap device by a TapBridge in
+// ConfigureLocal mode. The Python testbed (netloop.testbed.links) runs this program inside
+// a private "link" network namespace, waits for the "ready" line, then moves each tap into
+// its host namespace. Nodes sit on a line, `--distance` metres apart; `--range` (metres,
+// 0 = unlimited) cuts the channel off beyond that distance, so with 3 nodes and
+// distance < range < 2*distance the two ends are hidden terminals that only hear the middle.
+//
+// The simulator runs in real time (RealtimeSimulatorImpl, best effort, ChecksumEnabled).
+// A probe event every `--probe-ms` measures how late the simulator runs behind the wall
+// clock; every `--stats-interval` seconds one JSON line is appended to `--stats`:
+//   {"type":"stats","wall":<epoch s>,"sim_s":..,"lag_max_ms":<interval max>,"lag_mean_ms":..,
+//    "lag_max_total_ms":..,"lag_mean_total_ms":..,"probes":..,"late_probes":..,"cpu_s":..,
+//    "nodes":[{"mac_tx":..,"mac_rx":..,"queue_drop":..,"retries":..,"final_fail":..,
+//              "phy_tx_drop":..,"phy_rx_drop":..},...]}
+// Lag samples taken before `--warmup` seconds of simulated time are not counted (tap
+// creation forks a helper at t=0). SIGTERM/SIGINT stop the simulation cleanly and write a
+// last line with "type":"final".
+//
+// Two ns-3 3.37 packaging problems are handled here:
+//  * the TapBridge library execs its tap-creator helper at a path fixed when Debian built
+//    it, which does not exist. This program defines execlp(), which takes precedence over
+//    libc's for the library's call, and redirects a missing "*tap-creator" to
+//    $NETLOOP_TAP_CREATOR or NETLOOP_TAP_CREATOR_DEFAULT.
+//  * in UseLocal mode the device's MAC changes but its FrameExchangeManager keeps the old
+//    one (no 802.11 ACKs). ConfigureLocal mode gives the tap the device's MAC instead, so
+//    the MAC never changes.
+
+#include "ns3/core-module.h"
+#include "ns3/mobility-module.h"
+#include "ns3/network-module.h"
+#include "ns3/realtime-simulator-impl.h"
+#include "ns3/tap-bridge-module.h"
+#include "ns3/wifi-module.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <net/if.h>
+#include <sstream>
+#include <string>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <vector>
+
+#ifndef NETLOOP_TAP_CREATOR_DEFAULT
+#define NETLOOP_TAP_CREATOR_DEFAULT "/usr/libexec/ns3/ns3.37-tap-creator"
+#endif
+
+// Runs in the forked child of TapBridge::CreateTap: no allocation, only async-signal-safe calls.
+extern "C" int
+execlp(const char* file, const char* arg, ...)
+{
+    enum
+    {
+        kMaxArgs = 64
+    };
+
+    char* argv[kMaxArgs + 1];
+    int argc = 0;
+    argv[argc++] = const_cast<char*>(arg);
+    va_list ap;
+    va_start(ap, arg);
+    char* next;
+    while ((next = va_arg(ap, char*)) != nullptr && argc < kMaxArgs)
+    {
+        argv[argc++] = next;
+    }
+    va_end(ap);
+    argv[argc] = nullptr;
+
+    const char* path = file;
+    const char* suffix = "tap-creator";
+    size_t n = strlen(file);
+    size_t m = strlen(suffix);
+    if (n >= m && strcmp(file + n - m, suffix) == 0 && access(file, X_OK) != 0)
+    {
+        const char* env = getenv("NETLOOP_TAP_CREATOR");
+        path = (env && *env) ? env : NETLOOP_TAP_CREATOR_DEFAULT;
+    }
+    return execvp(path, argv);
+}
+
+using namespace ns3;
+
+namespace
+{
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void
+OnSignal(int)
+{
+    g_stop = 1;
+}
+
+struct NodeCounters
+{
+    uint64_t macTx = 0;
+    uint64_t macRx = 0;
+    uint64_t queueDrop = 0;
+    uint64_t retries = 0;
+    uint64_t finalFail = 0;
+    uint64_t phyTxDrop = 0;
+    uint64_t phyRxDrop = 0;
+};
+
+struct LagStats
+{
+    double intervalMax = 0;
+    double intervalSum = 0;
+    uint64_t intervalCount = 0;
+    double totalMax = 0;
+    double totalSum = 0;
+    uint64_t totalCount = 0;
+    uint64_t late = 0;
+};
+
+std::vector<NodeCounters> g_nodes;
+LagStats g_lag;
+FILE* g_stats = nullptr;
+RealtimeSimulatorImpl* g_rt = nullptr;
+Time g_probe;
+Time g_statsInterval;
+Time g_warmup;
+double g_lagBoundMs = 5.0;
+std::vector<std::string> g_taps;
+
+void
+CountMacTx(uint32_t i, Ptr<const Packet>)
+{
+    g_nodes[i].macTx++;
+}
+
+void
+CountMacRx(uint32_t i, Ptr<const Packet>)
+{
+    g_nodes[i].macRx++;
+}
+
+void
+CountQueueDrop(uint32_t i, Ptr<const Packet>)
+{
+    g_nodes[i].queueDrop++;
+}
+
+void
+CountRetry(uint32_t i, Mac48Address)
+{
+    g_nodes[i].retries++;
+}
+
+void
+CountFinalFail(uint32_t i, Mac48Address)
+{
+    g_nodes[i].finalFail++;
+}
+
+void
+CountPhyTxDrop(uint32_t i, Ptr<const Packet>)
+{
+    g_nodes[i].phyTxDrop++;
+}
+
+void
+CountPhyRxDrop(uint32_t i, Ptr<const Packet>, WifiPhyRxfailureReason)
+{
+    g_nodes[i].phyRxDrop++;
+}
+
+double
+WallNow()
+{
+    struct timeval tv;
+    gettimeofday(&tv, nullptr);
+    return tv.tv_sec + tv.tv_usec * 1e-6;
+}
+
+double
+CpuSeconds()
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
+
+void
+WriteLine(const char* type)
+{
+    if (!g_stats)
+    {
+        return;
+    }
+    std::ostringstream os;
+    os.setf(std::ios::fixed);
+    os.precision(6);
+    double imean = g_lag.intervalCount ? g_lag.intervalSum / g_lag.intervalCount : 0.0;
+    double tmean = g_lag.totalCount ? g_lag.totalSum / g_lag.totalCount : 0.0;
+    os << "{\"type\":\"" << type << "\",\"wall\":" << WallNow()
+       << ",\"sim_s\":" << Simulator::Now().GetSeconds() << ",\"lag_max_ms\":" << g_lag.intervalMax
+       << ",\"lag_mean_ms\":" << imean << ",\"lag_max_total_ms\":" << g_lag.totalMax
+       << ",\"lag_mean_total_ms\":" << tmean << ",\"probes\":" << g_lag.totalCount
+       << ",\"late_probes\":" << g_lag.late << ",\"lag_bound_ms\":" << g_lagBoundMs
+       << ",\"cpu_s\":" << CpuSeconds() << ",\"nodes\":[";
+    for (size_t i = 0; i < g_nodes.size(); ++i)
+    {
+        const NodeCounters& c = g_nodes[i];
+        os << (i ? "," : "") << "{\"mac_tx\":" << c.macTx << ",\"mac_rx\":" << c.macRx
+           << ",\"queue_drop\":" << c.queueDrop << ",\"retries\":" << c.retries
+           << ",\"final_fail\":" << c.finalFail << ",\"phy_tx_drop\":" << c.phyTxDrop
+           << ",\"phy_rx_drop\":" << c.phyRxDrop << "}";
+    }
+    os << "]}\n";
+    std::string line = os.str();
+    fputs(line.c_str(), g_stats);
+    fflush(g_stats);
+    g_lag.intervalMax = 0;
+    g_lag.intervalSum = 0;
+    g_lag.intervalCount = 0;
+}
+
+void
+LagProbe()
+{
+    if (g_stop)
+    {
+        Simulator::Stop();
+        return;
+    }
+    if (Simulator::Now() >= g_warmup)
+    {
+        double lagMs = (g_rt->RealtimeNow() - Simulator::Now()).GetSeconds() * 1e3;
+        if (lagMs < 0)
+        {
+            lagMs = 0;
+        }
+        g_lag.intervalMax = std::max(g_lag.intervalMax, lagMs);
+        g_lag.intervalSum += lagMs;
+        g_lag.intervalCount++;
+        g_lag.totalMax = std::max(g_lag.totalMax, lagMs);
+        g_lag.totalSum += lagMs;
+        g_lag.totalCount++;
+        if (lagMs > g_lagBoundMs)
+        {
+            g_lag.late++;
+        }
+    }
+    Simulator::Schedule(g_probe, &LagProbe);
+}
+
+void
+PeriodicStats()
+{
+    WriteLine("stats");
+    Simulator::Schedule(g_statsInterval, &PeriodicStats);
+}
+
+void
+CheckReady(NetDeviceContainer devices)
+{
+    for (const std::string& tap : g_taps)
+    {
+        if (if_nametoindex(tap.c_str()) == 0)
+        {
+            Simulator::Schedule(MilliSeconds(1), &CheckReady, devices);
+            return;
+        }
+    }
+    if (g_stats)
+    {
+        std::ostringstream os;
+        os << "{\"type\":\"ready\",\"wall\":" << std::fixed << WallNow() << ",\"pid\":" << getpid()
+           << ",\"macs\":[";
+        for (uint32_t i = 0; i < devices.GetN(); ++i)
+        {
+            os << (i ? "," : "") << "\"" << Mac48Address::ConvertFrom(devices.Get(i)->GetAddress())
+               << "\"";
+        }
+        os << "]}\n";
+        fputs(os.str().c_str(), g_stats);
+        fflush(g_stats);
+    }
+}
+
+std::vector<std::string>
+Split(const std::string& s)
+{
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ','))
+    {
+        if (!item.empty())
+        {
+            out.push_back(item);
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+int
+main(int argc, char* argv[])
+{
+    std::string taps;
+    std::string ips;
+    std::string netmask = "255.255.255.0";
+    std::string rate = "OfdmRate6Mbps";
+    std::string statsPath;
+    double distance = 10.0;
+    double range = 0.0;
+    double txPower = 16.0206;
+    double statsInterval = 1.0;
+    double probeMs = 1.0;
+    double warmup = 0.5;
+    double duration = 0.0;
+    uint32_t rtsThreshold = 65535;
+    uint32_t queuePackets = 500;
+    uint32_t seed = 1;
+
+    CommandLine cmd(__FILE__);
+    cmd.Usage("Real-time 802.11a ad-hoc channel between Linux tap devices (see the file header).");
+    cmd.AddValue("taps", "comma-separated tap device names, one per node (2 or 3)", taps);
+    cmd.AddValue("ips", "comma-separated IPv4 addresses given to the taps", ips);
+    cmd.AddValue("netmask", "IPv4 netmask of the taps", netmask);
+    cmd.AddValue("rate", "fixed OFDM data mode (ConstantRateWifiManager DataMode)", rate);
+    cmd.AddValue("distance", "metres between neighbouring nodes on the line", distance);
+    cmd.AddValue("range", "propagation cut-off in metres (0 = unlimited)", range);
+    cmd.AddValue("tx-power", "transmit power, dBm", txPower);
+    cmd.AddValue("rts-threshold", "RTS/CTS threshold in bytes (65535 = off)", rtsThreshold);
+    cmd.AddValue("queue", "Wi-Fi MAC queue size, packets", queuePackets);
+    cmd.AddValue("seed", "ns-3 random seed", seed);
+    cmd.AddValue("stats", "file to append JSON lines (ready, stats, final) to", statsPath);
+    cmd.AddValue("stats-interval", "seconds between stats lines", statsInterval);
+    cmd.AddValue("probe-ms", "milliseconds between real-time lag probes", probeMs);
+    cmd.AddValue("lag-bound", "lag in ms above which a probe counts as late", g_lagBoundMs);
+    cmd.AddValue("warmup", "simulated seconds before lag is counted", warmup);
+    cmd.AddValue("duration", "stop after this many seconds (0 = until SIGTERM)", duration);
+    cmd.Parse(argc, argv);
+
+    g_taps = Split(taps);
+    std::vector<std::string> addrs = Split(ips);
+    if (g_taps.size() < 2 || g_taps.size() > 3 || addrs.size() != g_taps.size())
+    {
+        std::fprintf(stderr, "netloop_wifi_link: need 2 or 3 --taps and as many --ips\n");
+        return 2;
+    }
+    if (distance <= 0 || range < 0 || statsInterval <= 0 || probeMs <= 0)
+    {
+        std::fprintf(stderr, "netloop_wifi_link: distance, stats-interval and probe-ms must be > 0\n");
+        return 2;
+    }
+    if (!statsPath.empty())
+    {
+        g_stats = std::fopen(statsPath.c_str(), "a");
+        if (!g_stats)
+        {
+            std::fprintf(stderr, "netloop_wifi_link: cannot open %s: %s\n", statsPath.c_str(),
+                         std::strerror(errno));
+            return 2;
+        }
+    }
+
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = OnSignal;
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+
+    GlobalValue::Bind("SimulatorImplementationType", StringValue("ns3::RealtimeSimulatorImpl"));
+    GlobalValue::Bind("ChecksumEnabled", BooleanValue(true));
+    RngSeedManager::SetSeed(seed);
+    Config::SetDefault("ns3::WifiMacQueue::MaxSize",
+                       QueueSizeValue(QueueSize(std::to_string(queuePackets) + "p")));
+    Config::SetDefault("ns3::WifiRemoteStationManager::RtsCtsThreshold",
+                       UintegerValue(rtsThreshold));
+
+    uint32_t n = g_taps.size();
+    g_nodes.resize(n);
+    NodeContainer nodes;
+    nodes.Create(n);
+
+    WifiHelper wifi;
+    wifi.SetStandard(WIFI_STANDARD_80211a);
+    wifi.SetRemoteStationManager("ns3::ConstantRateWifiManager",
+                                 "DataMode",
+                                 StringValue(rate),
+                                 "ControlMode",
+                                 StringValue("OfdmRate6Mbps"));
+
+    YansWifiChannelHelper channel;
+    channel.SetPropagationDelay("ns3::ConstantSpeedPropagationDelayModel");
+    if (range > 0)
+    {
+        channel.AddPropagationLoss("ns3::RangePropagationLossModel", "MaxRange", DoubleValue(range));
+    }
+    channel.AddPropagationLoss("ns3::LogDistancePropagationLossModel");
+
+    YansWifiPhyHelper phy;
+    phy.SetChannel(channel.Create());
+    phy.Set("TxPowerStart", DoubleValue(txPower));
+    phy.Set("TxPowerEnd", DoubleValue(txPower));
+
+    WifiMacHelper mac;
+    mac.SetType("ns3::AdhocWifiMac");
+    NetDeviceContainer devices = wifi.Install(phy, mac, nodes);
+
+    MobilityHelper mobility;
+    Ptr<ListPositionAllocator> positions = CreateObject<ListPositionAllocator>();
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        positions->Add(Vector(i * distance, 0.0, 0.0));
+    }
+    mobility.SetPositionAllocator(positions);
+    mobility.SetMobilityModel("ns3::ConstantPositionMobilityModel");
+    mobility.Install(nodes);
+
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        Ptr<WifiNetDevice> dev = DynamicCast<WifiNetDevice>(devices.Get(i));
+        dev->GetMac()->TraceConnectWithoutContext("MacTx", MakeBoundCallback(&CountMacTx, i));
+        dev->GetMac()->TraceConnectWithoutContext("MacRx", MakeBoundCallback(&CountMacRx, i));
+        dev->GetMac()->TraceConnectWithoutContext("MacTxDrop",
+                                                  MakeBoundCallback(&CountQueueDrop, i));
+        dev->GetRemoteStationManager()->TraceConnectWithoutContext(
+            "MacTxDataFailed",
+            MakeBoundCallback(&CountRetry, i));
+        dev->GetRemoteStationManager()->TraceConnectWithoutContext(
+            "MacTxFinalDataFailed",
+            MakeBoundCallback(&CountFinalFail, i));
+        dev->GetPhy()->TraceConnectWithoutContext("PhyTxDrop",
+                                                  MakeBoundCallback(&CountPhyTxDrop, i));
+        dev->GetPhy()->TraceConnectWithoutContext("PhyRxDrop",
+                                                  MakeBoundCallback(&CountPhyRxDrop, i));
+    }
+
+    TapBridgeHelper bridge;
+    bridge.SetAttribute("Mode", StringValue("ConfigureLocal"));
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        bridge.SetAttribute("DeviceName", StringValue(g_taps[i]));
+        bridge.SetAttribute("IpAddress", Ipv4AddressValue(addrs[i].c_str()));
+        bridge.SetAttribute("Netmask", Ipv4MaskValue(netmask.c_str()));
+        bridge.Install(nodes.Get(i), devices.Get(i));
+    }
+
+    g_rt = dynamic_cast<RealtimeSimulatorImpl*>(PeekPointer(Simulator::GetImplementation()));
+    if (!g_rt)
+    {
+        std::fprintf(stderr, "netloop_wifi_link: real-time simulator not active\n");
+        return 1;
+    }
+    g_probe = MicroSeconds(static_cast<int64_t>(probeMs * 1000));
+    g_statsInterval = MicroSeconds(static_cast<int64_t>(statsInterval * 1e6));
+    g_warmup = MicroSeconds(static_cast<int64_t>(warmup * 1e6));
+
+    Simulator::Schedule(MilliSeconds(1), &CheckReady, devices);
+    Simulator::Schedule(g_probe, &LagProbe);
+    Simulator::Schedule(g_statsInterval, &PeriodicStats);
+    if (duration > 0)
+    {
+        Simulator::Stop(Seconds(duration));
+    }
+    Simulator::Run();
+    WriteLine("final");
+    Simulator::Destroy();
+    if (g_stats)
+    {
+        std::fclose(g_stats);
+    }
+    return 0;
+}
