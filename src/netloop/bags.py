@@ -83,3 +83,24 @@ def cached_lidar_bag(messages: int, rate_hz: float = 20.0) -> Path:
     if not path.exists():
         synthetic_lidar_bag(path, messages, rate_hz)
     return path
+
+
+def message_type_of(bag_path: Path, topic: str) -> tuple[str, str, str]:
+    """(datatype, md5sum, full definition) of ``topic`` in a bag; ValueError if absent."""
+    import rosbag  # noqa: PLC0415
+
+    with rosbag.Bag(str(bag_path)) as bag:
+        for conn in bag._get_connections(topics=[topic]):
+            return conn.datatype, conn.md5sum, conn.msg_def
+    raise ValueError(f"{bag_path}: no topic {topic!r} in the bag")
+
+
+def bag_topics(bag_path: Path) -> list[str]:
+    """Topics of a bag; ValueError for a file that is not a readable bag."""
+    import rosbag  # noqa: PLC0415
+
+    try:
+        with rosbag.Bag(str(bag_path)) as bag:
+            return sorted(bag.get_type_and_topic_info().topics)
+    except rosbag.ROSBagException as err:
+        raise ValueError(f"{bag_path}: not a readable bag ({err})") from None

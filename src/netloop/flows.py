@@ -8,9 +8,9 @@ Every flow goes from one host to another on its own topic (``/flows/<name>`` unl
   camera     ``flow_source`` publishes sensor_msgs/CompressedImage with real JPEG frames
              (made here with OpenCV from a moving synthetic scene at ``width`` x ``height``,
              ``jpeg_quality``), or raw sensor_msgs/Image with ``encoding: raw``.
-  lidar_bag  ``rosbag play`` of a LaserScan bag (``bag``, or a synthetic 20 Hz one), via a
-             roscpp relay on the sending host (rospy, and so rosbag, cannot publish over
-             UDPROS); a tap on the sending host records when each scan left.
+  lidar_bag  ``rosbag play`` of a LaserScan bag (``bag``, or a synthetic 20 Hz one), through
+             ``flow_sink`` in relay mode on the sending host (rospy, and so rosbag, cannot
+             publish over UDPROS), which records when each scan entered the network.
 
 At the destination ``flow_sink`` receives any type over the flow's transport and records
 each arrival. Send and receive times share one clock when hosts are namespaces of one
@@ -61,8 +61,17 @@ def check_flows(flows: list[dict], hosts: list[str], key: str = "flows") -> None
                 raise ConfigError(f"{where}.{end}", f"unknown host {f[end]!r}; allowed: {', '.join(hosts)}")
         if f["from"] == f["to"]:
             raise ConfigError(f"{where}.to", f"a flow must cross the link: from and to are both {f['to']!r}")
-        if f["kind"] == "lidar_bag" and f["bag"] and not Path(f["bag"]).is_file():
-            raise ConfigError(f"{where}.bag", f"bag file {f['bag']!r} not found")
+        if f["kind"] == "lidar_bag" and f["bag"]:
+            if not Path(f["bag"]).is_file():
+                raise ConfigError(f"{where}.bag", f"bag file {f['bag']!r} not found")
+            from .bags import bag_topics  # noqa: PLC0415
+            try:
+                topics = bag_topics(Path(f["bag"]))
+            except ValueError as err:
+                raise ConfigError(f"{where}.bag", str(err)) from None
+            if f["bag_topic"] not in topics:
+                raise ConfigError(f"{where}.bag_topic", f"{f['bag_topic']!r} is not in {f['bag']}; "
+                                                        f"the bag has: {', '.join(topics) or 'no topics'}")
 
 
 def topic_of(flow: dict) -> str:
@@ -130,22 +139,20 @@ def flow_processes(flow: dict, transport: str, run_dir: Path, node_binary) -> li
                   "params": params}
         return [sink, source]
 
-    # lidar_bag: rosbag play (local topic) -> roscpp relay (network topic) -> sink; tap on the sender.
-    from .bags import cached_lidar_bag  # noqa: PLC0415
+    # lidar_bag: rosbag play (local topic) -> relay recording each send (network topic) -> sink.
+    from .bags import cached_lidar_bag, message_type_of  # noqa: PLC0415
     bag = Path(flow["bag"]) if flow["bag"] else cached_lidar_bag(flow["count"] or 1200, 1.0 / flow["period"])
+    datatype, md5sum, definition = message_type_of(bag, flow["bag_topic"])
     local = f"{topic}_local"
     relay = {"name": f"flow_{name}_relay", "host": flow["from"],
-             "argv": [RELAY_BINARY, local, topic, f"__name:=flow_{name}_relay"], "params": {}}
-    tap = {"name": f"flow_{name}_tap", "host": flow["from"],
-           "argv": [str(node_binary("flow_sink")), f"__name:=flow_{name}_tap", f"flow:={topic}"],
-           "params": {"transport": "tcp_nodelay", "kind": "tap", "record_path": str(rec / f"flow_{name}_tx.csv")}}
-    play_args = ["rosbag", "play", "--quiet", "--wait-for-subscribers", f"--delay={max(flow['start_delay'], 1.0)}", str(bag),
-                 f"{flow['bag_topic']}:={local}", f"__name:=flow_{name}_play"]
+             "argv": [str(node_binary("flow_sink")), f"__name:=flow_{name}_relay", f"flow:={topic}",
+                      f"flow_in:={local}"],
+             "params": {"republish": True, "datatype": datatype, "md5sum": md5sum, "definition": definition,
+                        "transport": "tcp_nodelay", "kind": "tap",
+                        "record_path": str(rec / f"flow_{name}_tx.csv")}}
+    play_args = ["rosbag", "play", "--quiet", "--wait-for-subscribers", f"--delay={max(flow['start_delay'], 1.0)}",
+                 str(bag), f"{flow['bag_topic']}:={local}", f"__name:=flow_{name}_play"]
     if flow["count"]:
         play_args.insert(3, f"--duration={flow['count'] * flow['period']}")
     play = {"name": f"flow_{name}_play", "host": flow["from"], "argv": play_args, "params": {}}
-    return [sink, tap, relay, play]
-
-
-RELAY_BINARY = next((p for p in ("/opt/ros/noetic/lib/topic_tools/relay", "/usr/lib/topic_tools/relay")
-                     if Path(p).exists()), "relay")
+    return [sink, relay, play]

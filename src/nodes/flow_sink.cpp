@@ -8,6 +8,13 @@
 //           start with a std_msgs/Header, seq and stamp of netloop/LoopSample
 //   recv_ns the sink's clock at the callback; bytes: serialized size
 // ~record_path (CSV), ~transport, ~max_datagram (UDPROS).
+//
+// Relay mode (~republish true): subscribes `flow_in` on its own host and republishes every
+// message on `flow`, recording each (kind "tap") as it is republished, i.e. the exact time the
+// message enters the network. The output is advertised at start from ~datatype, ~md5sum and
+// ~definition, so no message is lost while subscribers connect (topic_tools/relay advertises
+// only after its first message). Used for publishers that cannot record their sends or
+// cannot speak UDPROS, such as `rosbag play` (rospy).
 #include <ros/ros.h>
 #include <topic_tools/shape_shifter.h>
 
@@ -70,7 +77,10 @@ class Sink {
   Sink(const std::string& path, const std::string& kind, const std::string& topic)
       : log_(path), kind_(kind), topic_(topic) {}
 
+  void republishOn(ros::Publisher pub) { out_ = std::move(pub); }
+
   void onMessage(const topic_tools::ShapeShifter::ConstPtr& msg) {
+    if (out_) out_.publish(*msg);
     const ros::WallTime now = ros::WallTime::now();
     std::vector<uint8_t> buf(msg->size());
     ros::serialization::OStream stream(buf.data(), buf.size());
@@ -86,6 +96,7 @@ class Sink {
  private:
   EventLog log_;
   std::string kind_, topic_;
+  ros::Publisher out_;
   uint64_t received_ = 0;
 };
 
@@ -102,7 +113,18 @@ int run() {
   const int max_datagram = static_cast<int>(requireNumber(pnh, "max_datagram", 1400, Bound::Positive));
   const std::string topic = nh.resolveName("flow");
   Sink sink(pnh.param<std::string>("record_path", ""), kind, topic);
-  ros::Subscriber sub = nh.subscribe<topic_tools::ShapeShifter>(topic, 100, &Sink::onMessage, &sink,
+  std::string input = topic;
+  topic_tools::ShapeShifter shape;
+  if (pnh.param("republish", false)) {
+    const std::string datatype = pnh.param<std::string>("datatype", "");
+    const std::string md5 = pnh.param<std::string>("md5sum", "");
+    if (datatype.empty() || md5.empty())
+      exitWithConfigError("relay mode (~republish) needs ~datatype and ~md5sum (and ~definition)");
+    shape.morph(md5, datatype, pnh.param<std::string>("definition", ""), "false");
+    sink.republishOn(shape.advertise(nh, topic, 100));
+    input = nh.resolveName("flow_in");
+  }
+  ros::Subscriber sub = nh.subscribe<topic_tools::ShapeShifter>(input, 100, &Sink::onMessage, &sink,
                                                                 transportHints(transport, max_datagram));
   ROS_INFO("flow_sink %s (%s) over %s", topic.c_str(), kind.c_str(), transportName(transport).c_str());
   ros::spin();

@@ -7,16 +7,20 @@ stop whatever it needs besides the nodes (relays, extra masters) around a run.
 Implementations here:
   - ``tcp``, ``tcp_nodelay``, ``udp``: ROS's own TCPROS (Nagle on), TCPROS with
     TCP_NODELAY, and UDPROS (roscpp only), requested by the subscriber (:class:`RosTransport`).
+  - ``udp/tcp_nodelay``: UDPROS for small messages and TCP_NODELAY for large ones, chosen
+    per topic by message size (:class:`MixedRosTransport`).
 """
 from __future__ import annotations
 
 from .base import Transport, TransportContext
-from .ros import RosTransport
+from .ros import MixedRosTransport, RosTransport
 
 _REGISTRY: dict[str, Transport] = {t.name: t for t in (
     RosTransport("tcp", "TCPROS with Nagle's algorithm on (ROS's default)"),
     RosTransport("tcp_nodelay", "TCPROS with TCP_NODELAY, asked for by the subscriber"),
     RosTransport("udp", "UDPROS (roscpp only), datagrams of at most 1400 bytes"),
+    MixedRosTransport("udp/tcp_nodelay", "udp", "tcp_nodelay", 16384,
+                      "UDPROS for messages up to 16 KiB (loop, laser), TCP_NODELAY for larger ones (images)"),
 )}
 
 
@@ -33,4 +37,4 @@ def get_transport(name: str) -> Transport:
         raise KeyError(f"unknown transport {name!r}; allowed: {', '.join(_REGISTRY)}") from None
 
 
-__all__ = ["Transport", "TransportContext", "RosTransport", "transport_names", "get_transport"]
+__all__ = ["Transport", "TransportContext", "RosTransport", "MixedRosTransport", "transport_names", "get_transport"]
