@@ -32,7 +32,7 @@ def start_loop(master, tmp_path, transport, samples=400):
 def outbound(master, node, topic):
     """The node's outgoing connection on topic, or None while the node is not up yet."""
     try:
-        conns = node_connections(master.lookup_node(node))
+        conns = node_connections(master, node)
     except MasterError:
         return None
     conns = [c for c in conns if c["topic"] == topic and c["direction"] == "o"]
@@ -52,7 +52,7 @@ def test_requested_transport_is_negotiated(roscore, tmp_path, transport, ros_nam
         assert conn["tcp_nodelay"] is nodelay, f"{topic}: {conn}"
     # The subscriber's view (rosnode info) agrees on the transport.
     def inbound():
-        return [c for c in node_connections(roscore.lookup_node("/plant")) if c["topic"] == "/u" and c["direction"] == "i"]
+        return [c for c in node_connections(roscore, "/plant") if c["topic"] == "/u" and c["direction"] == "i"]
     assert wait_for(inbound, 10) and inbound()[0]["transport"] == ros_name
 
 

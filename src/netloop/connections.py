@@ -12,21 +12,13 @@ import ctypes
 import os
 import re
 import socket
-import xmlrpc.client
 from typing import Any
 
-from .master import CALLER_ID, bus_info
+from .master import RosMaster
 
 _SYS_PIDFD_GETFD = 438  # x86_64 and aarch64 generic table
 _libc = ctypes.CDLL(None, use_errno=True)
 _SOCKET_RE = re.compile(r"on socket (\d+)\]")
-
-
-def node_pid(node_uri: str) -> int:
-    code, msg, pid = xmlrpc.client.ServerProxy(node_uri).getPid(CALLER_ID)
-    if code != 1:
-        raise RuntimeError(f"getPid {node_uri}: {msg}")
-    return int(pid)
 
 
 def socket_tcp_nodelay(pid: int, fd: int) -> bool | None:
@@ -53,11 +45,12 @@ def socket_tcp_nodelay(pid: int, fd: int) -> bool | None:
         os.close(pidfd)
 
 
-def node_connections(node_uri: str) -> list[dict[str, Any]]:
-    """Every connection of a node, with ``tcp_nodelay`` read from the socket for TCPROS."""
-    pid = node_pid(node_uri)
+def node_connections(master: RosMaster, node: str) -> list[dict[str, Any]]:
+    """Every connection of a node (by name), with ``tcp_nodelay`` read from the socket for TCPROS."""
+    uri = master.lookup_node(node)
+    pid = master.node_pid(uri)
     out = []
-    for conn in bus_info(node_uri):
+    for conn in master.bus_info(uri):
         conn = dict(conn)
         m = _SOCKET_RE.search(conn.get("info", ""))
         conn["tcp_nodelay"] = (socket_tcp_nodelay(pid, int(m.group(1)))

@@ -8,6 +8,7 @@ import time
 import xmlrpc.client
 from typing import Any
 
+from .netns import NetnsCaller
 from .processes import ManagedProcess, ProcessGroup, log_tail
 
 CALLER_ID = "/netloop_runner"
@@ -33,8 +34,11 @@ class RosMaster:
     stopped by its PID). ``uri`` is what nodes put in ROS_MASTER_URI."""
 
     def __init__(self, group: ProcessGroup, env: dict[str, str], address: str = "127.0.0.1",
-                 port: int | None = None, prefix: list[str] | None = None, name: str = "master"):
+                 port: int | None = None, prefix: list[str] | None = None, name: str = "master",
+                 netns: str | None = None):
         self.group, self.env, self.address, self.prefix, self.name = group, env, address, prefix or [], name
+        #: runs this process's XML-RPC calls in the master's network namespace
+        self.rpc_caller = NetnsCaller(netns)
         self.port = port or free_port()
         self.uri = f"http://{address}:{self.port}/"
         self.process: ManagedProcess | None = None
@@ -58,44 +62,50 @@ class RosMaster:
                                        prefix=self.prefix)
         return self
 
-    def proxy(self) -> xmlrpc.client.ServerProxy:
-        return xmlrpc.client.ServerProxy(self.uri)
+    def rpc(self, uri: str, method: str, *args: Any) -> Any:
+        """An XML-RPC call to the master or a node, made from the master's host."""
+        return self.rpc_caller(lambda: getattr(xmlrpc.client.ServerProxy(uri), method)(CALLER_ID, *args))
 
     def ready(self) -> bool:
         try:
-            code, _, _ = self.proxy().getPid(CALLER_ID)
+            code, _, _ = self.rpc(self.uri, "getPid")
             return code == 1
         except (OSError, xmlrpc.client.Error):
             return False
 
     def set_params(self, params: dict[str, Any], namespace: str = "/") -> None:
         """Set every leaf of a nested dict below ``namespace``."""
-        proxy = self.proxy()
         for key, value in params.items():
             name = namespace.rstrip("/") + "/" + key
-            code, msg, _ = proxy.setParam(CALLER_ID, name, value)
+            code, msg, _ = self.rpc(self.uri, "setParam", name, value)
             if code != 1:
                 raise MasterError(f"setParam {name}: {msg}")
 
     def lookup_node(self, name: str) -> str:
-        code, msg, uri = self.proxy().lookupNode(CALLER_ID, name)
+        code, msg, uri = self.rpc(self.uri, "lookupNode", name)
         if code != 1:
             raise MasterError(f"lookupNode {name}: {msg}")
         return uri
+
+    def bus_info(self, node_uri: str) -> list[dict[str, Any]]:
+        """A node's connections, as ``rosnode info`` shows them (XML-RPC getBusInfo)."""
+        code, msg, info = self.rpc(node_uri, "getBusInfo")
+        if code != 1:
+            raise MasterError(f"getBusInfo {node_uri}: {msg}")
+        keys = ("id", "destination", "direction", "transport", "topic", "connected", "info")
+        return [dict(zip(keys, row)) for row in info]
+
+    def node_pid(self, node_uri: str) -> int:
+        code, msg, pid = self.rpc(node_uri, "getPid")
+        if code != 1:
+            raise MasterError(f"getPid {node_uri}: {msg}")
+        return int(pid)
 
     def stop(self) -> None:
         for proc in (self.rosout, self.process):
             if proc is not None:
                 self.group.stop(proc)
-
-
-def bus_info(node_uri: str) -> list[dict[str, Any]]:
-    """A node's connections, as ``rosnode info`` shows them (XML-RPC getBusInfo)."""
-    code, msg, info = xmlrpc.client.ServerProxy(node_uri).getBusInfo(CALLER_ID)
-    if code != 1:
-        raise MasterError(f"getBusInfo {node_uri}: {msg}")
-    keys = ("id", "destination", "direction", "transport", "topic", "connected", "info")
-    return [dict(zip(keys, row)) for row in info]
+        self.rpc_caller.close()
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.05) -> bool:

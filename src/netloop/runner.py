@@ -51,7 +51,7 @@ def negotiated_transports(master: RosMaster, flows: dict[str, tuple[str, str]]) 
     out = {}
     try:
         for topic, (publisher, subscriber) in flows.items():
-            conns = [c for c in node_connections(master.lookup_node(publisher))
+            conns = [c for c in node_connections(master, publisher)
                      if c["topic"] == topic and c["direction"] == "o" and c["destination"] == subscriber
                      and c["connected"]]
             if not conns:
@@ -136,7 +136,8 @@ def run_cell(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> di
             meta.update(link=testbed.metadata())
             group = stack.enter_context(ProcessGroup(run_dir / "logs"))
             master = RosMaster(group, rosenv.base_env(), address=testbed.address(MASTER_HOST),
-                               prefix=testbed.exec_prefix(MASTER_HOST)).start()
+                               prefix=testbed.exec_prefix(MASTER_HOST), netns=testbed.netns(MASTER_HOST)).start()
+            stack.callback(master.rpc_caller.close)
             hosts = _Hosts(testbed, group, master, run_dir / "logs" / "ros")
             transport.start(TransportContext(run_dir, {h: testbed.exec_prefix(h) for h in testbed.hosts},
                                              {h: testbed.address(h) for h in testbed.hosts}))
@@ -177,8 +178,13 @@ def run_cell(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> di
             if plant is not None and plant.poll() != 0:
                 raise RunFailed(f"plant exited with status {plant.poll()}:\n{log_tail(plant.log_path)}")
             _check_alive(finite)
-            time.sleep(0.5)  # messages still in flight reach their sinks
-            exit_codes = group.stop_all()
+            # Stop what sends first, then let messages in flight reach their sinks, so the end
+            # of a run is not counted as loss.
+            for proc in group.processes:
+                if proc.name.startswith("flow_") and proc.name.endswith(("_source", "_play")):
+                    exit_codes[proc.name] = group.stop(proc)
+            time.sleep(1.0)
+            exit_codes.update(group.stop_all())
             health = testbed.health()
             meta.update(link_health=health)
             status = "complete" if health.get("valid", True) else "invalid"

@@ -19,7 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-from . import util
 from .profiles import load_profile, profile_names
 from .testbed import Testbed
 from .util import TestbedError

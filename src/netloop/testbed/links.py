@@ -208,12 +208,12 @@ class TapLink(Link):
 
     def up(self, ctx: LinkContext) -> None:
         self.ctx = ctx
+        self.stopping, self.exit_code = False, None
         self.taps = {h: f"nl{ctx.tb_id}{TAP_SUFFIX[h]}" for h in self.hosts}
         self.stats_path = ctx.work_dir / f"testbed_{self.what}_stats.jsonl"
         self.log_path = ctx.work_dir / f"testbed_{self.what}.log"
-        for p in (self.stats_path, ):
-            if p.exists():
-                p.unlink()
+        if self.stats_path.exists():
+            self.stats_path.unlink()
         self.stats = StatsFile(self.stats_path)
         cmd = ["ip", "netns", "exec", ctx.link_netns] + self.command()
         self.started_wall = time.time()
@@ -305,16 +305,13 @@ class TapLink(Link):
 
 
 def wifi_binary() -> Path:
-    """The ns-3 program: $NETLOOP_WIFI_LINK, the catkin devel space, or a hand build."""
+    """The ns-3 program: $NETLOOP_WIFI_LINK or the catkin devel space (``make build``)."""
     env = os.environ.get("NETLOOP_WIFI_LINK")
     if env:
         return Path(env)
     try:
         return paths.node_binary("netloop_wifi_link")
     except FileNotFoundError as err:
-        dev = paths.REPO / ".build" / "ns3dev" / "netloop_wifi_link"
-        if dev.is_file():
-            return dev
         raise TestbedError(f"{err} (it is built only when ns-3 3.37 is installed: "
                            "apt-get install ns3 libns3-dev libgsl-dev)") from None
 
@@ -352,6 +349,13 @@ class Ns3WifiLink(TapLink):
             f"--lag-bound={p['lag_bound_ms']}",
         ]
 
+    @staticmethod
+    def _binary_or_none() -> str | None:
+        try:
+            return str(wifi_binary())
+        except TestbedError:
+            return None
+
     def routes(self, host: str) -> list[str]:
         if self.profile["hops"] != 2 or host == "relay":
             return []
@@ -369,7 +373,7 @@ class Ns3WifiLink(TapLink):
             "positions_m": {h: i * p["distance_m"] for i, h in enumerate(self.hosts)},
             "routing": ("relay namespace forwards IPv4; static /32 routes via the relay"
                         if p["hops"] == 2 else "direct"),
-            "binary": str(wifi_binary()),
+            "binary": self._binary_or_none(),
             "macs": dict(zip(self.hosts, (self.ready_info or {}).get("macs", []))),
         })
         return out

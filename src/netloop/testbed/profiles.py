@@ -16,7 +16,6 @@ with its key and the allowed values before anything is created.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 from netloop.paths import CONFIG

@@ -57,6 +57,8 @@ class Testbed:
     ``profile`` is a dict from :func:`load_profile` (it is validated again here, so nothing is
     created for an invalid one). ``log_dir`` receives the emulator's log and stats files;
     without it they live in ``/run/netloop/<id>/`` and are removed by ``down()``.
+    Start it from the main thread (or a thread that outlives the testbed): the emulator
+    processes get SIGKILL when the thread that started them ends (PR_SET_PDEATHSIG).
     ``persistent`` marks the record as made by ``netloop testbed up`` (its keeper process
     is the owner), so that ``netloop testbed down`` finds it.
     """
@@ -148,6 +150,7 @@ class Testbed:
                                      for h in self.hosts}
             state.save(self._record)
         _LIVE.add(self)
+        self._install_signal_handlers()
         try:
             self._work_dir.mkdir(parents=True, exist_ok=True)
             self._create_namespaces()
@@ -162,7 +165,6 @@ class Testbed:
             self.down()
             raise
         self._is_up = True
-        self._install_signal_handlers()
         self.up_time_s = time.monotonic() - t0
         return self
 
@@ -190,11 +192,13 @@ class Testbed:
             log.error("testbed %s teardown problems: %s", self.id, "; ".join(errors))
 
     def health(self, since: float | None = None) -> dict:
-        """{'valid', 'reason', 'max_lag_ms', 'mean_lag_ms', 'lag_bound_ms', ...}.
+        """{'valid', 'reason', 'max_lag_ms', 'mean_lag_ms', 'lag_bound_ms', 'late_fraction', ...}.
 
-        ``valid`` is False when the emulator fell further behind real time than the profile's
-        ``lag_bound_ms`` or died. ``since`` (a time.time() value) limits the lag statistics to
-        stats intervals ending after it, e.g. the start of one trial."""
+        ``valid`` is False when the emulator (ns-3 or the shaper) was more than the profile's
+        ``lag_bound_ms`` behind real time in more than ``lag_late_fraction`` of its samples
+        (0 = in any sample), or died. Links without an emulator are always valid. ``since`` (a
+        time.time() value) limits the statistics to stats intervals ending after it, e.g. the
+        start of one trial."""
         out = self._link.health(since)
         out.setdefault("max_lag_ms", None)
         out.setdefault("lag_bound_ms", self.profile.get("lag_bound_ms"))

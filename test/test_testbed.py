@@ -1,0 +1,279 @@
+"""The testbed with real namespaces and links (root only; about a minute in all).
+
+Each test checks afterwards that the namespaces, interfaces, records and processes of the
+testbeds it made are gone, whatever happened in the test.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from netloop.schema import ConfigError
+from netloop.testbed import Testbed, TestbedError, load_profile
+from netloop.testbed import bench, state, util
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the testbed creates network "
+                                                   "namespaces (only 'loopback' works without)"),
+]
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = SRC + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _leftovers(tb_id: str) -> list[str]:
+    out = [f"namespace {n}" for n in util.netns_list() if n.startswith(state.ns_name(tb_id, ""))]
+    links = util.run(["ip", "-o", "link", "show"]).stdout
+    out += [f"root-namespace link {l.split(':')[1].strip()}" for l in links.splitlines()
+            if f"nl{tb_id}" in l]
+    if state.path_of(tb_id).exists():
+        out.append(f"record {state.path_of(tb_id)}")
+    return out
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind(monkeypatch):
+    """Track the ids this test allocates; afterwards clean and assert nothing was left."""
+    made: list[str] = []
+    real_new_id = state.new_id
+
+    def tracking_new_id():
+        tb_id = real_new_id()
+        made.append(tb_id)
+        return tb_id
+
+    monkeypatch.setattr(state, "new_id", tracking_new_id)
+    yield made
+    problems = {}
+    for tb_id in made:
+        left = _leftovers(tb_id)
+        if left:
+            problems[tb_id] = left
+            rec = state.load(tb_id)
+            if rec:
+                state.cleanup_record(rec)
+            for ns in util.netns_list():
+                if ns.startswith(state.ns_name(tb_id, "")):
+                    util.netns_delete(ns)
+    assert not problems, f"left behind: {problems}"
+
+
+def _assert_gone(tb: Testbed) -> None:
+    assert not _leftovers(tb.id)
+    proc = getattr(tb._link, "proc", None)
+    if proc is not None:
+        assert proc.poll() is not None, "emulator still running after down()"
+
+
+@pytest.mark.timeout(60)
+def test_ethernet_goodput_near_100_mbit():
+    with Testbed(load_profile("ethernet")) as tb:
+        assert tb.hosts == ["robot", "operator"]
+        assert tb.exec_prefix("robot") == ["ip", "netns", "exec", f"nl{tb.id}-robot"]
+        assert tb.address("robot") == "10.77.0.1" and tb.address("operator") == "10.77.0.2"
+        tb.up()  # idempotent
+        g = bench.goodput(tb, seconds=2.5)
+        assert 80 < g["mbit_s"] < 105, g
+        back = bench.goodput(tb, "operator", "robot", seconds=1.5)
+        assert 80 < back["mbit_s"] < 105, back
+        meta = tb.metadata()
+        assert "htb" in meta["link"]["tc_robot"] and meta["health"]["valid"]
+        # only our interface and lo in the namespace
+        names = util.run(tb.exec_prefix("robot") + ["ip", "-o", "link"]).stdout
+        assert "net0" in names and "lo" in names
+    _assert_gone(tb)
+    tb.down()  # twice is fine
+
+
+@pytest.mark.timeout(90)
+def test_wifi6_goodput_rtt_and_lag_report(tmp_path):
+    with Testbed(load_profile("wifi6"), log_dir=tmp_path) as tb:
+        r = bench.rtt(tb, count=20, interval=0.02)
+        assert r["received"] == 20 and 0.5 < r["rtt_median_ms"] < 5, r
+        g = bench.goodput(tb, seconds=5)
+        assert 3.5 < g["mbit_s"] < 5.5, g
+        time.sleep(1.1)  # one more stats line
+        h = tb.health()
+        assert h["samples"] > 3000 and h["max_lag_ms"] is not None and h["lag_bound_ms"] == 5
+        meta = tb.metadata()["link"]
+        nodes = meta["final_stats"]["nodes"]
+        assert nodes[0]["mac_tx"] > 1000 and nodes[1]["mac_rx"] > 1000  # robot sent, operator got
+        assert meta["phy_rate"] == "OfdmRate6Mbps" and 0 < meta["cpu_fraction"] < 0.6
+        assert (tmp_path / "testbed_ns3_stats.jsonl").exists()
+    _assert_gone(tb)
+    assert tb.metadata()["link"]["exit_code"] == 0  # stopped cleanly by SIGTERM
+
+
+@pytest.mark.timeout(60)
+def test_shaped_delay_gives_rtt():
+    with Testbed(load_profile("shaped", {"delay_ms": 20})) as tb:
+        r = bench.rtt(tb, count=30, interval=0.02)
+        assert r["received"] == 30, r
+        assert 39 < r["rtt_median_ms"] < 44 and r["rtt_min_ms"] > 39.5, r
+        g = bench.goodput(tb, seconds=2)  # 10 Mbit/s shaped, 40 ms RTT
+        assert 7 < g["mbit_s"] < 10.2, g
+    _assert_gone(tb)
+
+
+@pytest.mark.timeout(60)
+def test_shaped_loss_fraction():
+    prof = load_profile("shaped", {"delay_ms": 1, "to_operator.loss": 0.1})
+    with Testbed(prof) as tb:
+        r = bench.rtt(tb, count=1000, interval=0.002, wait=0.5)
+        assert 0.06 < r["loss"] < 0.14, r  # binomial: 0.1 +- 4 sigma
+    _assert_gone(tb)
+    final = [l for l in tb._link.stats.lines if l["type"] == "final"][-1]["directions"]
+    assert final["to_robot"]["drop_loss"] == 0
+    assert 60 < final["to_operator"]["drop_loss"] < 140
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("reorder", [False, True])
+def test_shaped_jitter_reorders_only_when_allowed(reorder):
+    prof = load_profile("shaped", {"delay_ms": 10, "jitter_ms": 4, "jitter_dist": "uniform",
+                                   "reorder": reorder})
+    with Testbed(prof) as tb:
+        r = bench.rtt(tb, count=300, interval=0.002, wait=0.5)
+    _assert_gone(tb)
+    assert r["received"] == 300, r
+    assert r["rtt_max_ms"] - r["rtt_min_ms"] > 4, r  # jitter is there
+    if reorder:
+        assert r["reordered"] > 20, r
+        # 2 x (10 +- 4) ms (the first datagram also waits for ARP)
+        assert 12 < r["rtt_min_ms"] and 18 < r["rtt_median_ms"] < 22 and r["rtt_p95_ms"] < 29, r
+    else:
+        assert r["reordered"] == 0, r
+
+
+@pytest.mark.timeout(90)
+def test_wifi6_2hop_relays_and_ends_are_hidden():
+    with Testbed(load_profile("wifi6_2hop")) as tb:
+        assert tb.hosts == ["robot", "relay", "operator"]
+        assert tb.address("relay") == "10.77.0.3"
+        via = bench.rtt(tb, "robot", "operator", count=10, interval=0.02)
+        assert via["received"] == 10, via
+        hop = bench.rtt(tb, "robot", "relay", count=10, interval=0.02, dontroute=True)
+        assert hop["received"] == 10, hop
+        assert via["rtt_median_ms"] > hop["rtt_median_ms"]  # two hops take longer
+        # without the route through the relay the operator is out of radio range
+        direct = bench.rtt(tb, "robot", "operator", count=5, interval=0.05, dontroute=True,
+                           wait=0.5)
+        assert direct["received"] == 0, direct
+        g = bench.goodput(tb, seconds=4)
+        assert 1.2 < g["mbit_s"] < 3.5, g
+        assert tb.metadata()["link"]["positions_m"] == {"robot": 0, "relay": 20, "operator": 40}
+    _assert_gone(tb)
+
+
+_HOLD = textwrap.dedent("""
+    import sys, time
+    from netloop.testbed import Testbed, load_profile
+    tb = Testbed(load_profile(sys.argv[1])).up()
+    print(tb.id, tb._link.proc.pid if getattr(tb._link, "proc", None) else 0, flush=True)
+    time.sleep(120)
+""")
+
+
+def _hold_testbed(profile: str) -> tuple[subprocess.Popen, str, int]:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD, profile], stdout=subprocess.PIPE,
+                            text=True, env=_env(), start_new_session=True)
+    line = proc.stdout.readline().split()
+    assert line, "holder process did not bring the testbed up"
+    return proc, line[0], int(line[1])
+
+
+@pytest.mark.timeout(60)
+def test_crashed_run_is_cleaned_at_next_up(nothing_left_behind):
+    proc, tb_id, emu = _hold_testbed("shaped")
+    try:
+        assert util.netns_exists(state.ns_name(tb_id, "robot"))
+        proc.kill()  # SIGKILL: no teardown at all
+        proc.wait(10)
+        # the emulator died with its parent (PR_SET_PDEATHSIG)
+        assert util.wait_for(lambda: not util.alive(emu), 5), "emulator survived its parent"
+        assert util.netns_exists(state.ns_name(tb_id, "robot"))  # leftovers exist...
+        with Testbed(load_profile("ethernet")) as tb:  # ...until the next up()
+            assert tb_id in [r["id"] for r in tb.leftovers_cleaned]
+            assert not _leftovers(tb_id)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        nothing_left_behind.append(tb_id)
+
+
+@pytest.mark.timeout(60)
+def test_sigterm_tears_down(nothing_left_behind):
+    proc, tb_id, emu = _hold_testbed("wifi6")
+    nothing_left_behind.append(tb_id)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 128 + signal.SIGTERM
+    assert not _leftovers(tb_id) and not util.alive(emu)
+
+
+@pytest.mark.timeout(60)
+def test_failed_up_removes_partial_testbed(monkeypatch, nothing_left_behind):
+    monkeypatch.setenv("NETLOOP_WIFI_LINK", "/bin/false")
+    tb = Testbed(load_profile("wifi6"))
+    with pytest.raises(TestbedError, match="did not become ready"):
+        tb.up()
+    assert nothing_left_behind and not _leftovers(nothing_left_behind[-1])
+    assert not tb.is_up
+
+
+@pytest.mark.timeout(30)
+def test_bad_input_refused_before_anything_is_created(nothing_left_behind):
+    before = set(util.netns_list())
+    with pytest.raises(ConfigError):
+        Testbed(load_profile("shaped", {"rate_mbit": -1}))
+    with pytest.raises(ConfigError):
+        load_profile("wifi6_2hop", {"max_range_m": 10})
+    assert set(util.netns_list()) == before and not nothing_left_behind
+
+
+@pytest.mark.timeout(30)
+def test_emulator_death_makes_run_invalid():
+    with Testbed(load_profile("shaped")) as tb:
+        assert tb.health()["valid"]
+        tb._link.proc.kill()
+        tb._link.proc.wait()
+        h = tb.health()
+        assert not h["valid"] and "exited unexpectedly" in h["reason"]
+    _assert_gone(tb)
+
+
+@pytest.mark.timeout(60)
+def test_cli_up_status_down():
+    cli = [sys.executable, "-m", "netloop.testbed.command"]
+    up = subprocess.run(cli + ["up", "--link", "shaped", "--set", "delay_ms=5"],
+                        capture_output=True, text=True, env=_env(), timeout=30)
+    assert up.returncode == 0, up.stderr
+    tb_id = up.stdout.split()[1]
+    try:
+        assert util.netns_exists(state.ns_name(tb_id, "operator"))
+        st = subprocess.run(cli + ["status", "--json"], capture_output=True, text=True,
+                            env=_env(), timeout=30)
+        mine = [r for r in json.loads(st.stdout) if r["id"] == tb_id]
+        assert mine and mine[0]["owner_alive"] and mine[0]["made_by"] == "netloop testbed up"
+        assert mine[0]["hosts"]["operator"]["address"] == "10.77.0.2"
+        bad = subprocess.run(cli + ["up", "--link", "shaped", "--set", "loss=2"],
+                             capture_output=True, text=True, env=_env(), timeout=30)
+        assert bad.returncode == 2 and "loss" in bad.stderr
+    finally:
+        down = subprocess.run(cli + ["down", "--id", tb_id], capture_output=True, text=True,
+                              env=_env(), timeout=30)
+    assert down.returncode == 0 and tb_id in down.stdout, down.stderr
+    assert not _leftovers(tb_id)

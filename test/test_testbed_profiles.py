@@ -1,0 +1,129 @@
+"""Link profiles: loading, overrides and refusal of bad input (no root needed)."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from netloop.schema import ConfigError
+from netloop.testbed import Testbed, TestbedError, load_profile, profile_names
+from netloop.testbed.links import ShapedLink, StatsFile
+from netloop.testbed.profiles import parse_set
+
+
+def test_every_profile_file_is_valid():
+    names = profile_names()
+    assert {"loopback", "ethernet", "wifi6", "wifi6_2hop", "shaped"} <= set(names)
+    for name in names:
+        prof = load_profile(name)
+        assert prof["name"] == name and prof["type"]
+        assert Testbed(prof).hosts[0] == "robot"
+
+
+def test_hosts_per_profile():
+    assert Testbed(load_profile("loopback")).hosts == ["robot", "operator"]
+    assert Testbed(load_profile("ethernet")).hosts == ["robot", "operator"]
+    assert Testbed(load_profile("wifi6")).hosts == ["robot", "operator"]
+    assert Testbed(load_profile("wifi6_2hop")).hosts == ["robot", "relay", "operator"]
+
+
+def test_unknown_profile_lists_allowed_ones():
+    with pytest.raises(ConfigError) as err:
+        load_profile("wifi7")
+    msg = str(err.value)
+    assert "wifi7" in msg and "did you mean 'wifi6'" in msg
+    for name in profile_names():
+        assert name in msg
+
+
+@pytest.mark.parametrize("overrides, key, words", [
+    ({"delay_ms": -5}, "delay_ms", [">= 0"]),
+    ({"rate_mbit": 0}, "rate_mbit", ["> 0"]),
+    ({"rate_mbit": "fast"}, "rate_mbit", ["expected a number"]),
+    ({"loss": 5}, "loss", ["< 1"]),
+    ({"jitter_dist": "pareto"}, "jitter_dist", ["uniform", "normal"]),
+    ({"delay": 20}, "delay", ["did you mean 'delay_ms'", "allowed keys"]),
+    ({"to_robot.delay_ms": -1}, "to_robot.delay_ms", [">= 0"]),
+    ({"type": "ethernet"}, "type", ["cannot be overridden"]),
+])
+def test_bad_overrides_name_key_and_allowed_values(overrides, key, words):
+    with pytest.raises(ConfigError) as err:
+        load_profile("shaped", overrides)
+    assert err.value.key == key
+    for w in words:
+        assert w in str(err.value)
+
+
+def test_wifi_checks():
+    with pytest.raises(ConfigError) as err:
+        load_profile("wifi6_2hop", {"max_range_m": 50})
+    assert err.value.key == "max_range_m" and "< 40" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        load_profile("wifi6", {"phy_rate": "OfdmRate7Mbps"})
+    assert "OfdmRate6Mbps" in str(err.value)
+    with pytest.raises(ConfigError):
+        load_profile("wifi6", {"mtu": 9000})
+
+
+def test_overrides_apply_and_directions_inherit():
+    prof = load_profile("shaped", {"delay_ms": 20, "to_robot.delay_ms": 5, "to_operator.loss": 0.1})
+    d = ShapedLink(prof).directions()
+    assert d["to_operator"]["delay_ms"] == 20 and d["to_robot"]["delay_ms"] == 5
+    assert d["to_operator"]["loss"] == 0.1 and d["to_robot"]["loss"] == 0.0
+    assert parse_set(["delay_ms=20", "reorder=true", "jitter_dist=normal"]) == {
+        "delay_ms": 20, "reorder": True, "jitter_dist": "normal"}
+    with pytest.raises(ConfigError):
+        parse_set(["delay_ms"])
+
+
+def test_testbed_validates_dicts_and_hosts():
+    with pytest.raises(ConfigError) as err:
+        Testbed({"type": "shaped", "rate_mbit": 0})
+    assert err.value.key == "rate_mbit"
+    with pytest.raises(ConfigError) as err:
+        Testbed({"type": "satellite"})
+    assert "allowed: loopback, ethernet, ns3_wifi, shaped" in str(err.value)
+    tb = Testbed(load_profile("ethernet"))
+    with pytest.raises(ConfigError) as err:
+        tb.address("relay")
+    assert "allowed: robot, operator" in str(err.value)
+    with pytest.raises(TestbedError, match="not up"):
+        tb.exec_prefix("robot")
+
+
+def test_loopback_needs_nothing():
+    with Testbed(load_profile("loopback")) as tb:
+        assert tb.hosts == ["robot", "operator"]
+        assert tb.exec_prefix("robot") == [] and tb.exec_prefix("operator") == []
+        assert tb.address("operator") == "127.0.0.1"
+        assert tb.health()["valid"] is True
+        meta = tb.metadata()
+        assert meta["profile"] == "loopback" and meta["hosts"]["robot"]["address"] == "127.0.0.1"
+    tb.down()  # twice is fine
+
+
+def test_health_from_stats_lines(tmp_path):
+    """Lag accounting without running an emulator: late fraction against the allowance."""
+    link = ShapedLink(load_profile("shaped"))
+    link.stats = StatsFile(tmp_path / "s.jsonl")
+    now = time.time()
+
+    def line(wall, lag_max, probes, late):
+        return json.dumps({"type": "stats", "wall": wall, "lag_max_ms": lag_max, "lag_mean_ms": 0.1,
+                           "lag_max_total_ms": lag_max, "lag_mean_total_ms": 0.1, "probes": probes,
+                           "late_probes": late, "cpu_s": 0.1}) + "\n"
+
+    (tmp_path / "s.jsonl").write_text(line(now - 2, 7.0, 10000, 1) + line(now - 1, 1.0, 20000, 1))
+    h = link.health()
+    assert h["valid"] and h["max_lag_ms"] == 1.0 and h["late_fraction"] == pytest.approx(5e-5)
+    link.profile = dict(link.profile, lag_late_fraction=0.0)  # strict: any late sample
+    h = link.health()
+    assert not h["valid"] and "behind real time" in h["reason"]
+    h = link.health(since=now - 1.5)  # only the last interval: no late sample in it
+    assert h["valid"] and h["max_lag_ms"] == 1.0 and h["late_samples"] == 0
+    with open(tmp_path / "s.jsonl", "a") as f:
+        f.write(line(now, 40.0, 30000, 100))
+    link.profile = dict(link.profile, lag_late_fraction=0.001)
+    h = link.health()  # 100 of 30000 samples late > 0.1 %
+    assert not h["valid"] and h["max_lag_ms"] == 40.0 and "0.333%" in h["reason"]
