@@ -54,6 +54,7 @@ RUN_COLUMNS = [
     ("y final [V]", lambda a: a["step"]["SteadyStateValue"]),
     ("IAE [V·s]", lambda a: a["tracking"]["IAE"]),
     ("ΔIAE [V·s]", lambda a: a["delta_IAE"]),
+    ("IAE(y − baseline) [mV·s]", lambda a: 1e3 * a["deviation"]["IAE"]),
     ("y delay mean [ms]", lambda a: a["sensor"]["delay"]["mean_ms"]),
     ("y delay p99 [ms]", lambda a: a["sensor"]["delay"]["p99_ms"]),
     ("u delay mean [ms]", lambda a: a["actuation"]["delay"]["mean_ms"]),
@@ -202,7 +203,9 @@ def write_report(path: Path) -> Path:
         md += [f"- `{a['run_id']}` ({a['status']}): " + "; ".join(a["problems"]) for a in broken]
         md += [""]
     md += ["Columns: overshoot, settling (2 % band) and rise time (10–90 %) from python-control's `step_info`; "
-           "IAE = Σ|r − y|·T; ΔIAE = IAE − IAE of the baseline; delays are one-way, from the sender's "
+           "IAE = Σ|r − y|·T; ΔIAE = IAE − IAE of the baseline (small for a P loop, whose steady-state error "
+           "dominates IAE); IAE(y − baseline) = Σ|y − y_baseline|·T, how far the response strays from the "
+           "local one; delays are one-way, from the sender's "
            "publish to the receiver's callback (one shared clock on one machine); RTT is measured on the "
            "plant's clock from a sample to the actuation answering it; MDR = delivered / sent. Flow tables "
            "follow the Pound paper's layout: J_d is the period at the destination, D the one-way delay, "
@@ -226,6 +229,7 @@ def _summary_table(good: list[dict]) -> str:
     for a in good:
         by_transport.setdefault(a["transport"], []).append(a)
     header = ["transport", "runs", "overshoot [%]", "Δovershoot [pp]", "settling [s]", "ΔIAE [V·s]",
+              "IAE(y − baseline) [mV·s]",
               "y delay mean [ms]", "u delay mean [ms]", "RTT p50 [ms]", "RTT p99 [ms]", "MDR u"]
     rows = []
     for name, runs in by_transport.items():
@@ -234,6 +238,7 @@ def _summary_table(good: list[dict]) -> str:
             return median(vals) if vals else None
         rows.append([name, len(runs), med(lambda a: a["step"]["Overshoot"]), med(lambda a: a["delta_overshoot_pp"]),
                      med(lambda a: a["step"]["SettlingTime"]), med(lambda a: a["delta_IAE"]),
+                     med(lambda a: 1e3 * a["deviation"]["IAE"]),
                      med(lambda a: a["sensor"]["delay"]["mean_ms"]), med(lambda a: a["actuation"]["delay"]["mean_ms"]),
                      med(lambda a: a["rtt"]["p50_ms"]), med(lambda a: a["rtt"]["p99_ms"]),
                      med(lambda a: a["actuation"]["MDR"])])

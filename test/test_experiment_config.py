@@ -41,7 +41,8 @@ def test_one_word_transport_and_expansion():
     ({"loop": {"samples": "many"}}, "loop.samples", ["expected an integer"]),
     ({"repetitions": 0}, "repetitions", [">= 1"]),
     ({"link": "wify"}, "link", ["unknown link profile 'wify'", "loopback"]),
-    ({"loop": {"placement": {"plant": "moon"}}}, "loop.placement.plant", ["unknown host 'moon'", "robot, operator"]),
+    ({"loop": {"placement": {"plant": "moon"}}}, "loop.placement.plant", ["unknown host 'moon' for link 'loopback'", "robot, operator"]),
+    ({"loop": {"placement": {"plant": "relay"}}}, "loop.placement.plant", ["unknown host 'relay'", "allowed: robot, operator"]),
     ({"loop": {"plant": {"initial_state": [1]}}}, "loop.plant.initial_state", ["exactly 2 items"]),
     ({"colour": "red"}, "colour", ["unknown key", "allowed keys at the top level"]),
 ])

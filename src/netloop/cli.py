@@ -15,10 +15,17 @@ from pathlib import Path
 from .schema import ConfigError
 
 
+def _warn(cfg) -> None:
+    from .experiment import experiment_warnings
+    for w in experiment_warnings(cfg):
+        print(f"netloop: warning: {w}", file=sys.stderr)
+
+
 def _cmd_validate(args) -> int:
     from .experiment import expand, load_experiment
     for path in args.experiments:
         cfg = load_experiment(path)
+        _warn(cfg)
         print(f"{path}: ok ({len(expand(cfg))} runs: transports {', '.join(cfg['transport'])}, "
               f"{cfg['repetitions']} repetition(s), link {cfg['link']})")
     return 0
@@ -30,6 +37,7 @@ def _cmd_run(args) -> int:
     from .experiment import estimated_run_seconds, expand, load_experiment
 
     cfg = load_experiment(args.experiment)   # refused here, before anything starts
+    _warn(cfg)
     cells = expand(cfg)
     if args.dry_run:
         print(f"{cfg['name']}: {len(cells)} runs on link '{cfg['link']}', about "

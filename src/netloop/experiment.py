@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from .schema import (Bool, ConfigError, Enum, Int, List, Map, Num, Str, load_yaml, validate)
-from .flows import check_flows, flow_schema
-from .testbed import profile_names
+from .flows import check_flows, flow_schema, link_bits_per_second
+from .testbed import Testbed, load_profile, profile_names
 from .transports import transport_names
 
 
@@ -39,6 +39,8 @@ LOOP = Map({
     "controller": CONTROLLER,
     "samples": Int(150, "sensor samples per run (duration = samples x period)", ge=10, le=10_000_000),
     "padding_bytes": Int(0, "filler bytes added to every loop message", ge=0, le=50_000_000),
+    "warmup": Num(0.5, "seconds between the loop connecting and its first sample (lets flows start)", ge=0,
+                  le=600),
     "placement": Map({
         "plant": Str("robot", "host of the plant"),
         "controller": Str("operator", "host of the controller"),
@@ -79,14 +81,15 @@ def validate_experiment(data: Any, source: str | None = None, name: str | None =
         if not name:
             raise ConfigError("name", "missing required key (a string)", source)
         cfg["name"] = name
-    plant = cfg["loop"]["placement"]["plant"]
-    controller = cfg["loop"]["placement"]["controller"]
-    hosts = ("robot", "operator", "relay")
-    for key, host in (("plant", plant), ("controller", controller)):
+    hosts = Testbed(load_profile(cfg["link"])).hosts  # creates nothing: the profile's host names
+    for key, host in cfg["loop"]["placement"].items():
         if host not in hosts:
-            raise ConfigError(f"loop.placement.{key}", f"unknown host {host!r}; allowed: {', '.join(hosts)}",
-                              source)
-    check_flows(cfg["flows"], list(hosts))
+            raise ConfigError(f"loop.placement.{key}", f"unknown host {host!r} for link '{cfg['link']}'; "
+                                                       f"allowed: {', '.join(hosts)}", source)
+    try:
+        check_flows(cfg["flows"], hosts)
+    except ConfigError as err:
+        raise ConfigError(err.key, err.message, source) from None
     if cfg["loop"]["type"] == "none":
         if not cfg["flows"]:
             raise ConfigError("flows", "an experiment without a loop needs at least one flow", source)
@@ -112,7 +115,7 @@ def run_seconds(cfg: dict) -> float:
     ``duration``."""
     loop = cfg["loop"]
     if loop["type"] != "none":
-        return loop["samples"] * loop["plant"]["period"]
+        return loop["warmup"] + loop["samples"] * loop["plant"]["period"]
     if cfg["duration"] is not None:
         return cfg["duration"]
     return max(f["start_delay"] + f["count"] * f["period"] for f in cfg["flows"])
@@ -137,3 +140,29 @@ def rlc_parameters(loop: dict) -> dict[str, Any]:
     return {"R": plant["R"], "L": plant["L"], "C": plant["C"], "period": plant["period"],
             "initial_state": list(plant["initial_state"]), "K": ctl["K"], "Ki": ctl["Ki"],
             "Kd": ctl["Kd"], "reference": ctl["reference"]}
+
+
+def link_capacity_mbit(profile: dict) -> float | None:
+    """Nominal capacity of a link profile [Mbit/s] (the PHY rate for Wi-Fi, shared by both
+    directions), or None when it has no limit (loopback)."""
+    if profile["type"] == "ns3_wifi":
+        return float(profile["phy_rate"].removeprefix("OfdmRate").removesuffix("Mbps"))
+    return profile.get("rate_mbit")
+
+
+def experiment_warnings(cfg: dict) -> list[str]:
+    """Things worth saying before a run that are not errors: flows the link cannot carry."""
+    capacity = link_capacity_mbit(load_profile(cfg["link"]))
+    if capacity is None:
+        return []
+    out = []
+    for i, flow in enumerate(cfg["flows"]):
+        load = link_bits_per_second(flow) / 1e6
+        if load > capacity:
+            out.append(f"flows[{i}] ({flow['name']}): offers {load:.1f} Mbit/s, more than link "
+                       f"'{cfg['link']}' can ever carry ({capacity:g} Mbit/s): messages will queue and be lost")
+    total = sum(link_bits_per_second(f) for f in cfg["flows"]) / 1e6
+    if len(cfg["flows"]) > 1 and total > capacity:
+        out.append(f"the flows together offer {total:.1f} Mbit/s, more than link '{cfg['link']}' carries "
+                   f"({capacity:g} Mbit/s)")
+    return out

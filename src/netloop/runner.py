@@ -91,7 +91,7 @@ def _start_loop(hosts: _Hosts, cfg: dict, transport, run_dir: Path):
     plant = hosts.start("plant", loop["placement"]["plant"], [str(paths.node_binary("rlc_plant")), "__name:=plant"],
                         {"transport": transport.subscriber_transport("/u", size),
                          "padding_bytes": loop["padding_bytes"], "samples": loop["samples"],
-                         "record_path": str(run_dir / "records" / "plant.csv")})
+                         "warmup": loop["warmup"], "record_path": str(run_dir / "records" / "plant.csv")})
     return plant, controller
 
 
@@ -182,8 +182,7 @@ def run_cell(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> di
             # of a run is not counted as loss.
             for proc in group.processes:
                 if proc.name.startswith("flow_") and proc.name.endswith(("_source", "_play")):
-                    exit_codes[proc.name] = group.stop(proc)
-            time.sleep(1.0)
+                    exit_codes[proc.name] = group.stop(proc, grace=5.0)  # it drains ~1 s, then exits
             exit_codes.update(group.stop_all())
             health = testbed.health()
             meta.update(link_health=health)

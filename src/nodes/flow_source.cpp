@@ -7,6 +7,8 @@
 // ~start_delay [s] after the first subscriber connects (~wait_for_subscribers, default true),
 // ~connect_timeout [s], ~record_path (netloop-events/1 CSV, one tx row per message).
 // Publishes on `flow` (remap it). Messages with a header carry seq and stamp there.
+// SIGINT/SIGTERM stop the sending; the node then waits ~drain [s] (default 1) with its
+// connections open, so messages already published still arrive.
 // Exit status: 0 done, 2 bad parameter, 3 no subscriber connected in time.
 #include <netloop/LoopSample.h>
 #include <ros/ros.h>
@@ -14,6 +16,8 @@
 #include <sensor_msgs/Image.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -24,6 +28,11 @@
 
 namespace netloop {
 namespace {
+
+// SIGINT/SIGTERM stop the sending, not ROS: what was published still gets out (see run()).
+std::atomic<bool> g_stop{false};
+void requestStop(int) { g_stop = true; }
+bool sending() { return ros::ok() && !g_stop; }
 
 std::vector<std::vector<uint8_t>> loadFrames(const std::string& dir) {
   std::vector<std::filesystem::path> files;
@@ -116,7 +125,7 @@ int run() {
 
   if (wait_subs) {
     const ros::WallTime give_up = ros::WallTime::now() + ros::WallDuration(connect_timeout);
-    while (ros::ok() && pub.getNumSubscribers() == 0) {
+    while (sending() && pub.getNumSubscribers() == 0) {
       if (ros::WallTime::now() > give_up) {
         ROS_FATAL("flow_source %s: no subscriber within %.1f s", topic.c_str(), connect_timeout);
         return 3;
@@ -124,16 +133,22 @@ int run() {
       ros::WallDuration(0.01).sleep();
     }
   }
-  ros::WallDuration(start_delay).sleep();
+  for (const ros::WallTime until = ros::WallTime::now() + ros::WallDuration(start_delay);
+       sending() && ros::WallTime::now() < until;)
+    ros::WallDuration(0.01).sleep();
   ROS_INFO("flow_source %s: %s every %.3f s, %d messages", topic.c_str(), kind.c_str(), period, count);
   const ros::WallTime t0 = ros::WallTime::now();
-  for (int k = 0; ros::ok() && (count == 0 || k < count); ++k) {
+  for (int k = 0; sending() && (count == 0 || k < count); ++k) {
     const ros::WallTime due = t0 + ros::WallDuration(k * period);
-    const ros::WallTime now = ros::WallTime::now();
-    if (due > now) (due - now).sleep();
-    publish(static_cast<uint32_t>(k), ros::WallTime::now());
+    while (sending() && ros::WallTime::now() < due)
+      ros::WallDuration(std::min(0.01, (due - ros::WallTime::now()).toSec())).sleep();
+    if (sending()) publish(static_cast<uint32_t>(k), ros::WallTime::now());
   }
-  ros::WallDuration(0.5).sleep();  // let the last message leave before the connection closes
+  // Keep the connections open while the last messages drain (a 64 KB message needs ~0.1 s
+  // on a 6 Mbit/s link), so the end of a run is not counted as loss.
+  const double drain = requireNumber(pnh, "drain", 1.0, Bound::NonNegative);
+  ros::WallDuration(drain).sleep();
+  ros::shutdown();
   return 0;
 }
 
@@ -141,8 +156,10 @@ int run() {
 }  // namespace netloop
 
 int main(int argc, char** argv) {
-  ros::init(argc, argv, "flow_source");
+  ros::init(argc, argv, "flow_source", ros::init_options::NoSigintHandler);
   ros::start();
+  std::signal(SIGINT, netloop::requestStop);
+  std::signal(SIGTERM, netloop::requestStop);
   try {
     return netloop::run();
   } catch (const std::exception& e) {
