@@ -10,6 +10,7 @@ The simulator can record real scans instead (``netloop bag lidar``).
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -104,3 +105,22 @@ def bag_topics(bag_path: Path) -> list[str]:
             return sorted(bag.get_type_and_topic_info().topics)
     except rosbag.ROSBagException as err:
         raise ValueError(f"{bag_path}: not a readable bag ({err})") from None
+
+
+def add_synthetic_command(bag_subparsers) -> None:
+    """``netloop bag synthetic --out FILE [--messages N] [--rate HZ] [--topic T]``."""
+    p = bag_subparsers.add_parser("synthetic", help="write a synthetic 20 Hz LaserScan bag (rosbag API)")
+    p.add_argument("--out", required=True, help="bag file to write")
+    p.add_argument("--messages", type=int, default=1200, help="scans to write (default 1200 = 60 s at 20 Hz)")
+    p.add_argument("--rate", type=float, default=20.0, help="scans per second (default 20)")
+    p.add_argument("--topic", default="/scan", help="topic in the bag (default /scan)")
+
+    def run(args) -> int:
+        if args.messages < 1 or args.rate <= 0:
+            print("netloop bag synthetic: --messages must be >= 1 and --rate > 0", file=sys.stderr)
+            return 2
+        path = synthetic_lidar_bag(Path(args.out), args.messages, args.rate, args.topic)
+        print(f"{path}: {args.messages} sensor_msgs/LaserScan on {args.topic} at {args.rate:g} Hz, "
+              f"{BEAMS} beams")
+        return 0
+    p.set_defaults(func=run)

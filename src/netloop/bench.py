@@ -102,8 +102,27 @@ def _md(results: dict[str, Any]) -> str:
         steps = "; ".join(f"{s['rate_hz']} → {s['achieved_hz']:.0f} Hz, {100 * s['answered']:.1f} %"
                           for s in r["steps"])
         lines.append(f"| {r['transport']} | {r['sustained_hz'] or '< ' + str(ECHO_RATES_HZ[0])} | {steps} |")
-    lines += ["", "## Testbed", "", "```", json.dumps(results["testbed"], indent=1, default=str), "```", ""]
+    lines += ["", "## Testbed links", ""] + _testbed_md(results["testbed"])
     return "\n".join(lines)
+
+
+def _testbed_md(tb: dict[str, Any]) -> list[str]:
+    if "skipped" in tb:
+        return [f"Skipped: {tb['skipped']}", ""]
+    lines = ["| link | TCP goodput [Mbit/s] | UDP RTT median [ms] | up [s] | down [s] | emulator lag max [ms] |",
+             "|---|---|---|---|---|---|"]
+    for name, updown in tb.get("up_down", {}).items():
+        health = tb.get("health", {}).get(name, {})
+        lines.append(f"| {name} | {tb.get('goodput_mbit_s', {}).get(name, '–')} | "
+                     f"{tb.get('rtt_median_ms', {}).get(name, '–')} | {updown['up_s']} | {updown['down_s']} | "
+                     f"{health.get('max_lag_ms') if health.get('max_lag_ms') is not None else '–'} |")
+    sat = tb.get("ns3_wifi6")
+    if sat:
+        lines += ["", f"ns-3 at saturation (bulk TCP over {sat['profile']}): goodput {sat['goodput_mbit_s']} Mbit/s, "
+                      f"ns-3 uses {100 * sat['ns3_cpu_fraction']:.0f} % of one core, real-time lag mean "
+                      f"{sat['mean_lag_ms']} ms, max {sat['max_lag_ms']} ms, {100 * (sat['late_fraction'] or 0):.2f} % "
+                      f"of samples over {sat['lag_bound_ms']} ms (valid: {sat['valid']})."]
+    return lines + [""]
 
 
 def main(out: Path) -> int:

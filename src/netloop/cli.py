@@ -4,6 +4,7 @@
     netloop report RESULTS_DIR                                 (re)write report.md + figures
     netloop validate EXPERIMENT.yaml ...                       check experiment files only
     netloop testbed up|down|status                             emulated hosts and links
+    netloop bag synthetic --out F.bag                          a LaserScan bag for the LIDAR flow
     netloop bench [--out DIR]                                  latency and throughput benchmarks
 """
 from __future__ import annotations
@@ -95,12 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="bench", help="directory for bench.md and bench.json (default bench/)")
     p.set_defaults(func=_cmd_bench)
 
-    try:
-        from .testbed.command import register as register_testbed
-    except ImportError:  # pragma: no cover - testbed package missing from a partial checkout
-        pass
-    else:
-        register_testbed(sub)
+    from .testbed.command import register as register_testbed
+    register_testbed(sub)
+
+    bag = sub.add_parser("bag", help="make LaserScan bags for the LIDAR flow")
+    bag_sub = bag.add_subparsers(dest="bag_command", required=True)
+    from .bags import add_synthetic_command
+    add_synthetic_command(bag_sub)
     return parser
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .schema import (Bool, ConfigError, Enum, Int, List, Map, Num, Str, load_yaml, validate)
+from .schema import Any_, Bool, ConfigError, Enum, Int, List, Map, Num, Str, load_yaml, validate
 from .flows import check_flows, flow_schema, link_bits_per_second
 from .testbed import Testbed, load_profile, profile_names
 from .transports import transport_names
@@ -51,6 +51,7 @@ EXPERIMENT = Map({
     "name": Str(None, "experiment name (default: the file name)"),
     "description": Str("", nonempty=False),
     "link": Enum(profile_names, "loopback", "link profile from config/links", what="link profile"),
+    "link_params": Map({}, {}, "overrides of the link profile's parameters, e.g. {delay_ms: 20}", extra=Any_()),
     "transport": List(Enum(transport_names, what="transport"), ["tcp_nodelay"],
                       "one transport or a list; each is run in turn", min_len=1, scalar_ok=True, unique=True),
     "repetitions": Int(1, "runs per transport", ge=1, le=1000),
@@ -81,7 +82,11 @@ def validate_experiment(data: Any, source: str | None = None, name: str | None =
         if not name:
             raise ConfigError("name", "missing required key (a string)", source)
         cfg["name"] = name
-    hosts = Testbed(load_profile(cfg["link"])).hosts  # creates nothing: the profile's host names
+    try:  # the profile with the experiment's overrides, validated by the profile's own schema
+        profile = load_profile(cfg["link"], cfg["link_params"])
+    except ConfigError as err:
+        raise ConfigError(f"link_params.{err.key}" if err.key else "link_params", err.message, source) from None
+    hosts = Testbed(profile).hosts  # creates nothing: the profile's host names
     for key, host in cfg["loop"]["placement"].items():
         if host not in hosts:
             raise ConfigError(f"loop.placement.{key}", f"unknown host {host!r} for link '{cfg['link']}'; "
@@ -152,7 +157,7 @@ def link_capacity_mbit(profile: dict) -> float | None:
 
 def experiment_warnings(cfg: dict) -> list[str]:
     """Things worth saying before a run that are not errors: flows the link cannot carry."""
-    capacity = link_capacity_mbit(load_profile(cfg["link"]))
+    capacity = link_capacity_mbit(load_profile(cfg["link"], cfg["link_params"]))
     if capacity is None:
         return []
     out = []

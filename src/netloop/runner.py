@@ -112,6 +112,17 @@ def _start_flows(hosts: _Hosts, cfg: dict, transport, run_dir: Path) -> tuple[li
     return finite, connections
 
 
+def _node_uris(master: RosMaster, connections: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """Where each node of the run listens (its host's address shows where it was placed)."""
+    out = {}
+    for node in sorted({n for pair in connections.values() for n in pair}):
+        try:
+            out[node] = master.lookup_node(node)
+        except Exception:  # gone already
+            pass
+    return out
+
+
 def _check_alive(procs) -> None:
     for proc in procs:
         status = proc.poll()
@@ -125,7 +136,7 @@ def run_cell(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> di
     run_dir = create_run_dir(run_dir)
     loop = cfg["loop"]
     transport = get_transport(cfg["transport"])
-    link = load_profile(cfg["link"])
+    link = load_profile(cfg["link"], cfg["link_params"])
     meta = RunMetadata(run_dir, run_id=run_dir.name, experiment=cfg, transport=transport.metadata(),
                        link=link, loop={"type": loop["type"], "placement": loop["placement"]})
     status, error = "failed", None
@@ -157,7 +168,7 @@ def run_cell(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> di
                 _check_alive(watched + ([plant] if plant else []))
                 negotiated = negotiated_transports(master, connections)
                 time.sleep(0.05)
-            meta.update(negotiated_transport=negotiated or {})
+            meta.update(negotiated_transport=negotiated or {}, node_uris=_node_uris(master, connections))
             if negotiated is None:
                 raise RunFailed(f"not every subscriber connected within 20 s: {sorted(connections)}")
 
