@@ -133,7 +133,11 @@ def write_report(path: Path) -> Path:
     fig_dir = path / "figures"
     fig_dir.mkdir(exist_ok=True)
     loop_runs = [a for a in analyses if a["has_loop"]]
-    good = [a for a in loop_runs if a["ok"]]
+    # Tables and figures use complete runs only; the others are listed under Problems, and
+    # kept in the per-run table, so nothing disappears silently.
+    usable = [a for a in analyses if a["status"] == "complete"]
+    excluded = [a for a in analyses if a["status"] != "complete"]
+    good = [a for a in usable if a["has_loop"] and a["ok"]]
 
     header = [name for name, _ in RUN_COLUMNS]
     rows = [[_value(col, a) for _, col in RUN_COLUMNS] for a in loop_runs]
@@ -149,9 +153,11 @@ def write_report(path: Path) -> Path:
     if meta:
         exp = meta.get("experiment", {})
         link = meta.get("link") or {}
+        params = link.get("params") or {}
         md += [f"- experiment: **{exp.get('name', '?')}** — {exp.get('description', '')}".rstrip(" —"),
-               f"- link: `{link.get('name', exp.get('link', '?'))}`"
-               f"{' — ' + link['description'] if link.get('description') else ''}",
+               f"- link: `{link.get('profile', exp.get('link', '?'))}`"
+               f"{' — ' + params['description'] if params.get('description') else ''}"
+               f"{'; overrides ' + str(exp['link_params']) if exp.get('link_params') else ''}",
                f"- git {((meta.get('git') or {}).get('commit') or '?')[:10]}"
                f"{' (dirty)' if (meta.get('git') or {}).get('dirty') else ''}; "
                f"host {(meta.get('host') or {}).get('cpu', '?')} ×{(meta.get('host') or {}).get('cores', '?')}",
@@ -178,16 +184,16 @@ def write_report(path: Path) -> Path:
     flow_names = list(dict.fromkeys(f["flow"] for a in analyses for f in a["flows"]))
     for name in flow_names:
         spec = next(f for a in analyses for f in a["flows"] if f["flow"] == name)
-        rows_f = _flow_rows(analyses, name)
+        rows_f = _flow_rows(usable, name)
         _write_csv(path / f"flow_{name}.csv", FLOW_COLUMNS, rows_f)
-        mean_bytes = [f["mean_bytes"] for a in analyses for f in a["flows"] if f["flow"] == name and f["ok"]]
+        mean_bytes = [f["mean_bytes"] for a in usable for f in a["flows"] if f["flow"] == name and f["ok"]]
         md += [f"## Flow `{name}` ({spec['kind']}"
                f"{', %.0f bytes per message' % median(mean_bytes) if mean_bytes else ''})", "",
                _md_table(FLOW_COLUMNS, rows_f), ""]
         for what, key, label in (("delay", "delays_ms", "one-way delay D [ms]"),
                                  ("period", "periods_ms", "period at the destination J_d [ms]")):
             samples = {}
-            for a in analyses:
+            for a in usable:
                 for f in a["flows"]:
                     if f["flow"] == name and f["ok"]:
                         samples.setdefault(a["transport"], []).extend(f[key])
@@ -195,6 +201,9 @@ def write_report(path: Path) -> Path:
             plots.delay_histograms([], samples, fig_dir / fig, xlabel=label, title=f"Flow {name}: {label}")
             md += [f"![flow {name} {what}](figures/{fig})", ""]
 
+    if excluded:
+        md += ["**Excluded from the tables and figures above** (see Problems): " +
+               ", ".join(f"`{a['run_id']}` ({a['status']})" for a in excluded), ""]
     if loop_runs:
         md += ["## Every loop run", "", _md_table(header, rows), ""]
     broken = [a for a in analyses if a["problems"]]

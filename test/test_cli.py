@@ -40,3 +40,10 @@ def test_bag_synthetic_writes_a_real_bag(tmp_path):
 def test_report_on_a_missing_directory_is_a_clear_error(tmp_path):
     res = cli("report", str(tmp_path / "nothing"))
     assert res.returncode == 2 and "no such directory" in res.stderr
+
+
+def test_experiment_reference_is_current():
+    """experiments/README.md holds the table `netloop validate --keys` prints."""
+    res = cli("validate", "--keys")
+    assert res.returncode == 0
+    assert res.stdout.strip() in (paths.EXPERIMENTS / "README.md").read_text()

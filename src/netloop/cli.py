@@ -22,8 +22,24 @@ def _warn(cfg) -> None:
         print(f"netloop: warning: {w}", file=sys.stderr)
 
 
+def experiment_keys_markdown() -> str:
+    """The reference table of experiment-file keys, generated from the schema."""
+    from .experiment import EXPERIMENT
+    from .schema import describe
+    lines = ["| key | allowed | default | meaning |", "|---|---|---|---|"]
+    for key, allowed, default, doc in describe(EXPERIMENT):
+        lines.append(f"| `{key}` | {allowed} | {default} | {doc} |".replace("||", "| |"))
+    return "\n".join(lines)
+
+
 def _cmd_validate(args) -> int:
     from .experiment import expand, load_experiment
+    if args.keys:
+        print(experiment_keys_markdown())
+        return 0
+    if not args.experiments:
+        print("netloop validate: name experiment files (or --keys for the reference)", file=sys.stderr)
+        return 2
     for path in args.experiments:
         cfg = load_experiment(path)
         _warn(cfg)
@@ -89,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("validate", help="check experiment files without running anything")
-    p.add_argument("experiments", nargs="+")
+    p.add_argument("experiments", nargs="*")
+    p.add_argument("--keys", action="store_true", help="print every key an experiment file may hold")
     p.set_defaults(func=_cmd_validate)
 
     p = sub.add_parser("bench", help="benchmarks (latency per transport, sustained echo rate, ...)")

@@ -29,7 +29,7 @@ FLOW_KINDS = ["generic", "camera", "lidar_bag"]
 def flow_schema(transport_names) -> Map:
     return Map({
         "name": Str(doc="flow name (letters, digits, _); topic /flows/<name>"),
-        "kind": Enum(FLOW_KINDS, "generic", what="flow kind"),
+        "kind": Enum(FLOW_KINDS, "generic", "what is published (see below)", what="flow kind"),
         "from": Str("robot", "sending host"),
         "to": Str("operator", "receiving host"),
         "topic": Str(None, "topic (default /flows/<name>)"),

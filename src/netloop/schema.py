@@ -230,3 +230,43 @@ def load_yaml(path: str) -> Any:
 def load_and_validate(schema: Node, path: str) -> Any:
     """Read and validate a YAML file in one step."""
     return validate(schema, load_yaml(path), source=str(path))
+
+
+def describe(schema: Node, prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """Every key of a schema as (dotted key, what is allowed, default, doc), for reference docs."""
+    rows = []
+    if isinstance(schema, Map):
+        for key, node in schema.fields.items():
+            path = f"{prefix}.{key}" if prefix else key
+            if isinstance(node, Map) and node.fields:
+                rows.append((path, "mapping", "", node.doc))
+                rows += describe(node, path)
+            elif isinstance(node, List) and isinstance(node.item, Map):
+                rows.append((path, "list of mappings", _default_text(node), node.doc))
+                rows += describe(node.item, path + "[]")
+            else:
+                rows.append((path, _allowed_text(node), _default_text(node), node.doc))
+    return rows
+
+
+def _allowed_text(node: Node) -> str:
+    if isinstance(node, List):
+        inner = _allowed_text(node.item)
+        if node.scalar_ok:
+            return f"{inner}, or a list of them"
+        if node.max_len is not None and node.min_len == node.max_len:
+            return f"list of {node.min_len} ({inner})"
+        return f"list of ({inner})"
+    if isinstance(node, Map):
+        return "mapping"
+    if isinstance(node, Bool):
+        return "true or false"
+    if isinstance(node, Str):
+        return "string"
+    if isinstance(node, Any_):
+        return "any"
+    return node.describe()
+
+
+def _default_text(node: Node) -> str:
+    return "(required)" if node.required else ("" if node.default is None else str(node.default))
