@@ -61,12 +61,7 @@ int run() {
                  requireNumber(nh, "rlc/Kd", 0.0, Bound::Any), requireNumber(nh, "rlc/period", 0.02, Bound::Positive)};
   const double reference = requireNumber(nh, "rlc/reference", 1.0, Bound::Any);
   const uint32_t padding = static_cast<uint32_t>(requireNumber(pnh, "padding_bytes", 0, Bound::NonNegative));
-  Transport transport;
-  try {
-    transport = parseTransport(pnh.param<std::string>("transport", "tcp_nodelay"));
-  } catch (const std::invalid_argument& e) {
-    exitWithConfigError("parameter " + pnh.resolveName("transport") + ": " + e.what());
-  }
+  const Transport transport = requireTransport(pnh, "tcp_nodelay");
   LoopController controller(gains, reference, padding, nh.advertise<LoopSample>("u", 10),
                             pnh.param<std::string>("record_path", ""));
   ros::Subscriber sub = nh.subscribe("y", 10, &LoopController::onSample, &controller, transportHints(transport));
@@ -79,11 +74,4 @@ int run() {
 }  // namespace
 }  // namespace netloop
 
-int main(int argc, char** argv) {
-  ros::init(argc, argv, "loop_controller");
-  try {
-    return netloop::run();
-  } catch (const std::exception& e) {
-    netloop::exitWithConfigError(e.what());
-  }
-}
+int main(int argc, char** argv) { return netloop::runNode(argc, argv, "loop_controller", netloop::run); }

@@ -108,12 +108,7 @@ int run() {
   const double connect_timeout = requireNumber(pnh, "connect_timeout", 15.0, Bound::Positive);
   const double warmup = requireNumber(pnh, "warmup", 0.5, Bound::NonNegative);
   const double linger = requireNumber(pnh, "linger", 0.5, Bound::NonNegative);
-  Transport transport;
-  try {
-    transport = parseTransport(pnh.param<std::string>("transport", "tcp_nodelay"));
-  } catch (const std::invalid_argument& e) {
-    exitWithConfigError("parameter " + pnh.resolveName("transport") + ": " + e.what());
-  }
+  const Transport transport = requireTransport(pnh, "tcp_nodelay");
   const std::string record_path = pnh.param<std::string>("record_path", "");
 
   RlcPlant plant(params, x0[0], x0[1], record_path);
@@ -150,11 +145,4 @@ int run() {
 }  // namespace
 }  // namespace netloop
 
-int main(int argc, char** argv) {
-  ros::init(argc, argv, "rlc_plant");
-  try {
-    return netloop::run();
-  } catch (const std::exception& e) {
-    netloop::exitWithConfigError(e.what());
-  }
-}
+int main(int argc, char** argv) { return netloop::runNode(argc, argv, "rlc_plant", netloop::run); }

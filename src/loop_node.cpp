@@ -48,4 +48,21 @@ double requireNumber(const ros::NodeHandle& nh, const std::string& name, double 
   return value;
 }
 
+Transport requireTransport(const ros::NodeHandle& pnh, const std::string& fallback) {
+  try {
+    return parseTransport(pnh.param<std::string>("transport", fallback));
+  } catch (const std::invalid_argument& e) {
+    exitWithConfigError("parameter " + pnh.resolveName("transport") + ": " + e.what());
+  }
+}
+
+int runNode(int argc, char** argv, const char* name, int (*run)(), uint32_t init_options) {
+  ros::init(argc, argv, name, init_options);
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    exitWithConfigError(e.what());
+  }
+}
+
 }  // namespace netloop

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "netloop/event_log.h"
+#include "netloop/transport.h"
 
 namespace netloop {
 
@@ -32,5 +33,13 @@ double requireNumber(const ros::NodeHandle& nh, const std::string& name, double 
 
 /// Ends the node after printing `message` as a fatal error (exit status 2: bad configuration).
 [[noreturn]] void exitWithConfigError(const std::string& message);
+
+/// The private parameter ~transport (tcp | tcp_nodelay | udp); exits with a clear message
+/// naming the allowed values when it is anything else.
+Transport requireTransport(const ros::NodeHandle& pnh, const std::string& fallback);
+
+/// main() of a node: ros::init with `name` and `init_options`, then `run`; an exception that
+/// escapes `run` ends the node as a configuration error.
+int runNode(int argc, char** argv, const char* name, int (*run)(), uint32_t init_options = 0);
 
 }  // namespace netloop

@@ -102,12 +102,7 @@ class Sink {
 
 int run() {
   ros::NodeHandle nh, pnh("~");
-  Transport transport;
-  try {
-    transport = parseTransport(pnh.param<std::string>("transport", "tcp"));
-  } catch (const std::invalid_argument& e) {
-    exitWithConfigError("parameter " + pnh.resolveName("transport") + ": " + e.what());
-  }
+  const Transport transport = requireTransport(pnh, "tcp");
   const std::string kind = pnh.param<std::string>("kind", "rx");
   if (kind != "rx" && kind != "tap") exitWithConfigError("parameter ~kind: '" + kind + "'; allowed: rx, tap");
   const int max_datagram = static_cast<int>(requireNumber(pnh, "max_datagram", 1400, Bound::Positive));
@@ -135,11 +130,4 @@ int run() {
 }  // namespace
 }  // namespace netloop
 
-int main(int argc, char** argv) {
-  ros::init(argc, argv, "flow_sink");
-  try {
-    return netloop::run();
-  } catch (const std::exception& e) {
-    netloop::exitWithConfigError(e.what());
-  }
-}
+int main(int argc, char** argv) { return netloop::runNode(argc, argv, "flow_sink", netloop::run); }

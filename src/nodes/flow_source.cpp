@@ -58,6 +58,8 @@ uint32_t sizeOf(const M& m) {
 }
 
 int run() {
+  std::signal(SIGINT, requestStop);
+  std::signal(SIGTERM, requestStop);
   ros::NodeHandle nh, pnh("~");
   const std::string kind = pnh.param<std::string>("message", "loop_sample");
   const double period = requireNumber(pnh, "period", 0.1, Bound::Positive);
@@ -156,13 +158,5 @@ int run() {
 }  // namespace netloop
 
 int main(int argc, char** argv) {
-  ros::init(argc, argv, "flow_source", ros::init_options::NoSigintHandler);
-  ros::start();
-  std::signal(SIGINT, netloop::requestStop);
-  std::signal(SIGTERM, netloop::requestStop);
-  try {
-    return netloop::run();
-  } catch (const std::exception& e) {
-    netloop::exitWithConfigError(e.what());
-  }
+  return netloop::runNode(argc, argv, "flow_source", netloop::run, ros::init_options::NoSigintHandler);
 }
