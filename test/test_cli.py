@@ -47,3 +47,17 @@ def test_experiment_reference_is_current():
     res = cli("validate", "--keys")
     assert res.returncode == 0
     assert res.stdout.strip() in (paths.EXPERIMENTS / "README.md").read_text()
+
+
+def test_non_root_user_is_told_in_one_line_and_nothing_starts(tmp_path):
+    """As an unprivileged user, a namespace link is refused up front with the way out."""
+    env = dict(os.environ, HOME=str(tmp_path))
+    results = tmp_path / "results"
+    res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                          str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run",
+                          str(paths.EXPERIMENTS / "pound_rlc.yaml"), "--results", str(results)],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs root" in lines[0] and "link: loopback" in lines[0]
+    assert not results.exists()

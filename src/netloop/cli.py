@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -50,12 +51,15 @@ def _cmd_validate(args) -> int:
 
 def _cmd_run(args) -> int:
     from . import runner
-    from .analysis.report import write_report
     from .experiment import estimated_run_seconds, expand, load_experiment
 
     cfg = load_experiment(args.experiment)   # refused here, before anything starts
     _warn(cfg)
     cells = expand(cfg)
+    if cfg["link"] != "loopback" and os.geteuid() != 0 and not args.dry_run:
+        print(f"netloop: link '{cfg['link']}' needs root (it creates network namespaces); "
+              f"run as root, or use 'link: loopback'", file=sys.stderr)
+        return 2
     if args.dry_run:
         print(f"{cfg['name']}: {len(cells)} runs on link '{cfg['link']}', about "
               f"{len(cells) * estimated_run_seconds(cfg):.0f} s")
@@ -70,6 +74,7 @@ def _cmd_run(args) -> int:
     except runner.Interrupted as sig:
         print(f"netloop: interrupted ({sig}); what was recorded is kept in {out}", file=sys.stderr)
         return 130
+    from .analysis.report import write_report  # matplotlib: only once there is something to plot
     report = write_report(out)
     print(f"netloop: report written to {report}")
     return 0
