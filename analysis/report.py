@@ -173,6 +173,7 @@ def write_report(path: Path) -> Path:
                f"final value {_fmt(b['baseline_step']['SteadyStateValue'], 3)} V, "
                f"IAE {_fmt(b['baseline_tracking']['IAE'], 4)} V·s.", ""]
         md += ["## Loop, per transport (median over repetitions)", "", _summary_table(good), ""]
+        md += ["### Loop messages per direction", "", _direction_table(good), ""]
         for key, title in (("sensor", "y: plant → controller"), ("actuation", "u: controller → plant")):
             samples = {}
             for a in good:
@@ -231,6 +232,22 @@ def _first_metadata(path: Path, analyses: list[dict]) -> dict:
         except (OSError, ValueError):
             continue
     return {}
+
+
+DIRECTION_COLUMNS = ["run", "direction", "sent", "MDR", "delay mean [ms]", "std [ms]", "p50 [ms]", "p95 [ms]",
+                     "p99 [ms]", "period at receiver mean [ms]", "period std [ms]"]
+
+
+def _direction_table(good: list[dict]) -> str:
+    """Every run's loop messages per direction: delay percentiles and the receiver's period."""
+    rows = []
+    for a in good:
+        for key, label in (("sensor", "y plant→controller"), ("actuation", "u controller→plant")):
+            d = a[key]
+            rows.append([a["run_id"], label, d["sent"], d["MDR"], d["delay"]["mean_ms"], d["delay"]["std_ms"],
+                         d["delay"]["p50_ms"], d["delay"]["p95_ms"], d["delay"]["p99_ms"], d["period"]["mean_ms"],
+                         d["period"]["std_ms"]])
+    return _md_table(DIRECTION_COLUMNS, rows)
 
 
 def _summary_table(good: list[dict]) -> str:
