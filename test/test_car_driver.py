@@ -6,6 +6,8 @@ import math
 import sys
 from pathlib import Path
 
+import importlib.util
+
 import pytest
 import yaml
 
@@ -400,11 +402,8 @@ def test_fake_camera_frames_encode_as_jpeg():
 
 
 def test_real_i2c_without_smbus2_says_how_to_install():
-    try:
-        import smbus2  # noqa: F401
+    if importlib.util.find_spec("smbus2") is not None:
         pytest.skip("smbus2 is installed here")
-    except ImportError:
-        pass
     with pytest.raises(HardwareError, match="pip install smbus2"):
         SMBusI2C(1)
 

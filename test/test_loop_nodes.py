@@ -3,7 +3,6 @@ refused, records readable after a kill."""
 from __future__ import annotations
 
 import signal
-import time
 
 import pytest
 

@@ -15,7 +15,7 @@ from typing import Any
 from .schema import Any_, Bool, ConfigError, Enum, Int, List, Map, Num, Str, load_yaml, validate
 from .flows import check_flows, flow_schema, link_bits_per_second
 from .testbed import Testbed, load_profile, profile_names
-from .transports import transport_names
+from .transports import get_transport, transport_names
 
 
 PLANT = Map({
@@ -54,6 +54,8 @@ EXPERIMENT = Map({
     "link_params": Map({}, {}, "overrides of the link profile's parameters, e.g. {delay_ms: 20}", extra=Any_()),
     "transport": List(Enum(transport_names, what="transport"), ["tcp_nodelay"],
                       "one transport or a list; each is run in turn", min_len=1, scalar_ok=True, unique=True),
+    "transport_options": Map({}, {}, "per transport name, its options (e.g. priority: {priorities: ...})",
+                             extra=Any_()),
     "repetitions": Int(1, "runs per transport", ge=1, le=1000),
     "loop": LOOP,
     "flows": List(flow_schema(transport_names), [], "perturbing flows sharing the link"),
@@ -82,6 +84,19 @@ def validate_experiment(data: Any, source: str | None = None, name: str | None =
         if not name:
             raise ConfigError("name", "missing required key (a string)", source)
         cfg["name"] = name
+    for name, options in cfg["transport_options"].items():
+        key = f"transport_options.{name}"
+        if name not in transport_names():
+            raise ConfigError(key, f"unknown transport {name!r}; allowed: {', '.join(transport_names())}", source)
+        schema = get_transport(name).options_schema
+        if schema is None:
+            if options:
+                raise ConfigError(key, f"transport {name!r} takes no options", source)
+            continue
+        try:
+            cfg["transport_options"][name] = validate(schema, options)
+        except ConfigError as err:
+            raise ConfigError(f"{key}.{err.key}".rstrip("."), err.message, source) from None
     try:  # the profile with the experiment's overrides, validated by the profile's own schema
         profile = load_profile(cfg["link"], cfg["link_params"])
     except ConfigError as err:

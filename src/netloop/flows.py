@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .schema import ConfigError, Enum, Int, List, Map, Num, Str
+from .schema import ConfigError, Enum, Int, Map, Num, Str
 
 FLOW_KINDS = ["generic", "camera", "lidar_bag"]
 
@@ -86,6 +86,15 @@ def message_bytes(flow: dict) -> int:
         raw = flow["width"] * flow["height"] * 3
         return raw if flow["encoding"] == "raw" else raw // 10
     return 4300
+
+
+def flow_datatype(flow: dict) -> str:
+    """The ROS message type a flow publishes."""
+    if flow["kind"] == "generic":
+        return "netloop/LoopSample"
+    if flow["kind"] == "camera":
+        return "sensor_msgs/Image" if flow["encoding"] == "raw" else "sensor_msgs/CompressedImage"
+    return "sensor_msgs/LaserScan"
 
 
 def link_bits_per_second(flow: dict) -> float:

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import paths, rosenv
-from .experiment import estimated_run_seconds, expand, for_cell, rlc_parameters
-from .flows import flow_processes, message_bytes, topic_of
+from .experiment import estimated_run_seconds, expand, for_cell, link_capacity_mbit, rlc_parameters
+from .flows import flow_datatype, flow_processes, message_bytes, topic_of
 from .connections import describe, node_connections
 from .master import RosMaster
 from .processes import ProcessGroup, log_tail
 from .rundir import RunMetadata, create_run_dir, write_json_atomic
 from .testbed import Testbed, load_profile
-from .transports import TransportContext, get_transport
+from .transports import CrossingTopic, TransportContext, get_transport
 
 #: Where the master runs (the operator side, as is common).
 MASTER_HOST = "operator"
@@ -44,19 +44,27 @@ def install_signal_handlers() -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def negotiated_transports(master: RosMaster, flows: dict[str, tuple[str, str]]) -> dict[str, str] | None:
-    """For each topic -> (publisher, subscriber): the transport of the publisher's connection
-    to the subscriber as it really is ('TCPROS', 'TCPROS+NODELAY' or 'UDPROS'); None until
-    every one is connected."""
+def negotiated_transports(hosts: "_Hosts", flows: dict[str, tuple[str, str]]) -> dict[str, str] | None:
+    """For each topic -> (publisher, subscriber): the connection as it really is; None until
+    every one is connected. With one master, the publisher's connection to the subscriber
+    ('TCPROS', 'TCPROS+NODELAY' or 'UDPROS', TCP_NODELAY read from the sending socket); across
+    masters (relay transports), the subscriber's local connection, marked 'via relay'."""
     out = {}
     try:
         for topic, (publisher, subscriber) in flows.items():
-            conns = [c for c in node_connections(master, publisher)
-                     if c["topic"] == topic and c["direction"] == "o" and c["destination"] == subscriber
-                     and c["connected"]]
+            pub_master, sub_master = hosts.master_of_node(publisher), hosts.master_of_node(subscriber)
+            if pub_master is sub_master:
+                conns = [c for c in node_connections(pub_master, publisher)
+                         if c["topic"] == topic and c["direction"] == "o" and c["destination"] == subscriber
+                         and c["connected"]]
+                suffix = ""
+            else:
+                conns = [c for c in node_connections(sub_master, subscriber)
+                         if c["topic"] == topic and c["direction"] == "i" and c["connected"]]
+                suffix = " via relay"
             if not conns:
                 return None
-            out[topic] = describe(conns[0])
+            out[topic] = describe(conns[0]) + suffix
     except Exception:  # a node not registered yet, or gone
         return None
     return out
@@ -66,23 +74,65 @@ LOOP_FLOWS = {"/y": ("/plant", "/controller"), "/u": ("/controller", "/plant")}
 
 
 class _Hosts:
-    """Starts ROS processes on the testbed's hosts, all talking to one master."""
+    """Starts ROS processes on the testbed's hosts, each talking to its host's master (one
+    master for all hosts, or one per host for multi-master transports)."""
 
-    def __init__(self, testbed: Testbed, group: ProcessGroup, master: RosMaster, ros_log: Path):
-        self.testbed, self.group, self.master, self.ros_log = testbed, group, master, ros_log
+    def __init__(self, testbed: Testbed, group: ProcessGroup, masters: dict[str, RosMaster], ros_log: Path):
+        self.testbed, self.group, self.masters, self.ros_log = testbed, group, masters, ros_log
+        self.host_of: dict[str, str] = {}   # "/node" -> host
+        self.started: list = []
+
+    def master_of_node(self, node: str) -> RosMaster:
+        return self.masters[self.host_of[node]]
+
+    def set_params(self, params: dict[str, Any], namespace: str) -> None:
+        """Set parameters on every master (each host's nodes read their own master)."""
+        for master in {id(m): m for m in self.masters.values()}.values():
+            master.set_params(params, namespace)
 
     def start(self, name: str, host: str, argv: list[str], params: dict[str, Any] | None = None):
+        master = self.masters[host]
         if params:
-            self.master.set_params(params, "/" + name)
-        env = rosenv.node_env(self.master.uri, self.testbed.address(host), self.ros_log)
-        return self.group.start(name, argv, env=env, prefix=self.testbed.exec_prefix(host))
+            master.set_params(params, "/" + name)
+        env = rosenv.node_env(master.uri, self.testbed.address(host), self.ros_log)
+        proc = self.group.start(name, argv, env=env, prefix=self.testbed.exec_prefix(host))
+        self.host_of["/" + name] = host
+        self.started.append(proc)
+        return proc
+
+
+def _start_masters(testbed: Testbed, group: ProcessGroup, transport, stack: ExitStack) -> dict[str, RosMaster]:
+    """One master on the operator host, or one on every host for a multi-master transport."""
+    on = testbed.hosts if transport.multi_master else [MASTER_HOST]
+    started = {}
+    for host in on:
+        master = RosMaster(group, rosenv.base_env(), address=testbed.address(host), prefix=testbed.exec_prefix(host),
+                           netns=testbed.netns(host), name=f"master_{host}" if transport.multi_master else "master")
+        stack.callback(master.rpc_caller.close)
+        started[host] = master.start()
+    return started if transport.multi_master else {h: started[MASTER_HOST] for h in testbed.hosts}
+
+
+def crossing_topics(cfg: dict) -> list[CrossingTopic]:
+    """The topics whose publisher and subscriber are on different hosts."""
+    out = []
+    loop = cfg["loop"]
+    if loop["type"] == "rlc" and loop["placement"]["plant"] != loop["placement"]["controller"]:
+        size, period = loop["padding_bytes"] + 52, loop["plant"]["period"]
+        plant, ctl = loop["placement"]["plant"], loop["placement"]["controller"]
+        out += [CrossingTopic("/y", "netloop/LoopSample", plant, ctl, size, period),
+                CrossingTopic("/u", "netloop/LoopSample", ctl, plant, size, period)]
+    for flow in cfg["flows"]:
+        out.append(CrossingTopic(topic_of(flow), flow_datatype(flow), flow["from"], flow["to"],
+                                 message_bytes(flow), flow["period"]))
+    return out
 
 
 def _start_loop(hosts: _Hosts, cfg: dict, transport, run_dir: Path):
     """The RLC controller and plant, placed as the experiment says; returns (plant, controller)."""
     loop = cfg["loop"]
     size = loop["padding_bytes"] + 64
-    hosts.master.set_params(rlc_parameters(loop), "/rlc")
+    hosts.set_params(rlc_parameters(loop), "/rlc")
     controller = hosts.start("controller", loop["placement"]["controller"],
                              [str(paths.node_binary("loop_controller")), "__name:=controller"],
                              {"transport": transport.subscriber_transport("/y", size),
@@ -112,12 +162,12 @@ def _start_flows(hosts: _Hosts, cfg: dict, transport, run_dir: Path) -> tuple[li
     return finite, connections
 
 
-def _node_uris(master: RosMaster, connections: dict[str, tuple[str, str]]) -> dict[str, str]:
+def _node_uris(hosts: _Hosts, connections: dict[str, tuple[str, str]]) -> dict[str, str]:
     """Where each node of the run listens (its host's address shows where it was placed)."""
     out = {}
     for node in sorted({n for pair in connections.values() for n in pair}):
         try:
-            out[node] = master.lookup_node(node)
+            out[node] = hosts.master_of_node(node).lookup_node(node)
         except Exception:  # gone already
             pass
     return out
@@ -146,29 +196,31 @@ def run_cell(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> di
             testbed = stack.enter_context(Testbed(link, log_dir=run_dir / "logs"))
             meta.update(link=testbed.metadata())
             group = stack.enter_context(ProcessGroup(run_dir / "logs"))
-            master = RosMaster(group, rosenv.base_env(), address=testbed.address(MASTER_HOST),
-                               prefix=testbed.exec_prefix(MASTER_HOST), netns=testbed.netns(MASTER_HOST)).start()
-            stack.callback(master.rpc_caller.close)
-            hosts = _Hosts(testbed, group, master, run_dir / "logs" / "ros")
-            transport.start(TransportContext(run_dir, {h: testbed.exec_prefix(h) for h in testbed.hosts},
-                                             {h: testbed.address(h) for h in testbed.hosts}))
+            masters = _start_masters(testbed, group, transport, stack)
+            hosts = _Hosts(testbed, group, masters, run_dir / "logs" / "ros")
+            transport.start(TransportContext(
+                run_dir, {h: testbed.exec_prefix(h) for h in testbed.hosts},
+                {h: testbed.address(h) for h in testbed.hosts}, topics=crossing_topics(cfg),
+                masters={h: m.uri for h, m in masters.items()}, start=hosts.start,
+                options=cfg["transport_options"].get(transport.name, {}),
+                link_mbit=link_capacity_mbit(link)))
             stack.callback(transport.stop)
 
             finite, connections = _start_flows(hosts, cfg, transport, run_dir)
-            watched = list(group.processes[2:])  # every node (not the master and rosout)
             plant = None
             if loop["type"] == "rlc":
                 plant, controller = _start_loop(hosts, cfg, transport, run_dir)
                 connections.update(LOOP_FLOWS)
-                watched = [p for p in watched + [controller]]
+            watched = [p for p in hosts.started if p is not plant]
 
             negotiated = None
             connect_deadline = time.monotonic() + 20.0
             while negotiated is None and time.monotonic() < connect_deadline:
                 _check_alive(watched + ([plant] if plant else []))
-                negotiated = negotiated_transports(master, connections)
+                negotiated = negotiated_transports(hosts, connections)
                 time.sleep(0.05)
-            meta.update(negotiated_transport=negotiated or {}, node_uris=_node_uris(master, connections))
+            meta.update(negotiated_transport=negotiated or {}, node_uris=_node_uris(hosts, connections),
+                        masters={h: m.uri for h, m in masters.items()})
             if negotiated is None:
                 raise RunFailed(f"not every subscriber connected within 20 s: {sorted(connections)}")
 

@@ -12,7 +12,7 @@ Implementations here:
 """
 from __future__ import annotations
 
-from .base import Transport, TransportContext
+from .base import CrossingTopic, Transport, TransportContext
 from .ros import MixedRosTransport, RosTransport
 
 _REGISTRY: dict[str, Transport] = {t.name: t for t in (
@@ -37,4 +37,4 @@ def get_transport(name: str) -> Transport:
         raise KeyError(f"unknown transport {name!r}; allowed: {', '.join(_REGISTRY)}") from None
 
 
-__all__ = ["Transport", "TransportContext", "RosTransport", "MixedRosTransport", "transport_names", "get_transport"]
+__all__ = ["CrossingTopic", "Transport", "TransportContext", "RosTransport", "MixedRosTransport", "transport_names", "get_transport"]

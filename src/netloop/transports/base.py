@@ -3,7 +3,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+from ..schema import Map
+
+
+@dataclass(frozen=True)
+class CrossingTopic:
+    """A topic of the experiment whose publisher and subscriber are on different hosts."""
+
+    topic: str            # e.g. "/y", "/flows/image"
+    datatype: str         # e.g. "netloop/LoopSample", "sensor_msgs/CompressedImage"
+    source_host: str      # host of the publisher
+    dest_host: str        # host of the subscriber
+    message_bytes: int    # expected serialized size of one message
+    period: float | None = None  # seconds between messages, when known
 
 
 @dataclass
@@ -15,6 +29,17 @@ class TransportContext:
     exec_prefix: dict[str, list[str]] = field(default_factory=dict)
     #: host name -> address other hosts reach it at
     address: dict[str, str] = field(default_factory=dict)
+    #: the topics that cross between hosts, with their direction
+    topics: list[CrossingTopic] = field(default_factory=list)
+    #: host name -> ROS master URI of that host (one master per host for multi-master transports)
+    masters: dict[str, str] = field(default_factory=dict)
+    #: start(name, host, argv, params) starts a ROS process on a host with that host's ROS
+    #: environment, its private parameters set first, stopped with the run; returns the process
+    start: Callable[..., Any] | None = None
+    #: this transport's options from the experiment's ``transport_options`` (validated)
+    options: dict[str, Any] = field(default_factory=dict)
+    #: link capacity [Mbit/s] when the profile has one (e.g. for pacing)
+    link_mbit: float | None = None
 
 
 class Transport:
@@ -26,6 +51,11 @@ class Transport:
 
     name: str = ""
     description: str = ""
+    #: True: one ROS master per host, and the transport carries the crossing topics between
+    #: them (relays); False: one master, nodes connect directly (TCPROS/UDPROS)
+    multi_master: bool = False
+    #: schema of this transport's entry in the experiment's ``transport_options`` (None: no options)
+    options_schema: Map | None = None
 
     def subscriber_transport(self, topic: str, message_bytes: int | None = None) -> str:
         """The ROS transport (``tcp``, ``tcp_nodelay`` or ``udp``) the subscriber of ``topic``
