@@ -47,7 +47,6 @@
 #include <cmath>
 #include <csignal>
 #include <mutex>
-#include <stdexcept>
 #include <thread>
 
 #include "netloop/event_log.h"
@@ -241,6 +240,8 @@ class TeleopTrial {
 };
 
 int run() {
+  std::signal(SIGINT, onSignal);  // stop the car before leaving (ros::init without its handler)
+  std::signal(SIGTERM, onSignal);
   ros::NodeHandle nh;
   ros::NodeHandle pnh("~");
   const TrialParams params = readParams(pnh);
@@ -248,12 +249,7 @@ int run() {
     exitWithConfigError("parameters " + pnh.resolveName("speed_step_time") + " and " +
                         pnh.resolveName("heading_step_time") + " must be less than " + pnh.resolveName("duration"));
   }
-  Transport transport;
-  try {
-    transport = parseTransport(pnh.param<std::string>("transport", "tcp_nodelay"));
-  } catch (const std::invalid_argument& e) {
-    exitWithConfigError("parameter " + pnh.resolveName("transport") + ": " + e.what());
-  }
+  const Transport transport = requireTransport(pnh, "tcp_nodelay");
   TeleopTrial trial(params, nh.advertise<geometry_msgs::Twist>("cmd_vel", 10), pnh.param<std::string>("record_path", ""));
   ros::Subscriber sub = nh.subscribe("odom", 10, &TeleopTrial::onOdom, &trial, transportHints(transport));
   ROS_INFO("teleop_trial: odom (%s) over %s, cmd_vel (%s) at %.1f Hz", sub.getTopic().c_str(),
@@ -262,6 +258,7 @@ int run() {
   spinner.start();
   const int status = trial.run();
   spinner.stop();
+  ros::shutdown();
   return status;
 }
 
@@ -269,15 +266,5 @@ int run() {
 }  // namespace netloop
 
 int main(int argc, char** argv) {
-  ros::init(argc, argv, "teleop_trial", ros::init_options::NoSigintHandler);
-  std::signal(SIGINT, netloop::onSignal);
-  std::signal(SIGTERM, netloop::onSignal);
-  int status;
-  try {
-    status = netloop::run();
-  } catch (const std::exception& e) {
-    netloop::exitWithConfigError(e.what());
-  }
-  ros::shutdown();
-  return status;
+  return netloop::runNode(argc, argv, "teleop_trial", netloop::run, ros::init_options::NoSigintHandler);
 }

@@ -5,6 +5,7 @@
     netloop validate EXPERIMENT.yaml ...                       check experiment files only
     netloop testbed up|down|status                             emulated hosts and links
     netloop bag synthetic --out F.bag                          a LaserScan bag for the LIDAR flow
+    netloop bag lidar --world W --out F.bag                    record one from the simulated car
     netloop bench [--out DIR]                                  latency and throughput benchmarks
 """
 from __future__ import annotations
@@ -51,28 +52,38 @@ def _cmd_validate(args) -> int:
 
 def _cmd_run(args) -> int:
     from . import runner
-    from .experiment import estimated_run_seconds, expand, load_experiment
+    from .experiment import estimated_run_seconds, expand, for_cell, load_experiment
 
-    cfg = load_experiment(args.experiment)   # refused here, before anything starts
+    if args.resume:
+        out = Path(args.resume)
+        cfg = runner.load_campaign_config(out)
+    elif args.experiment:
+        cfg = load_experiment(args.experiment)   # refused here, before anything starts
+        out = None
+    else:
+        print("netloop run: name an experiment file, or --resume RESULTS_DIR", file=sys.stderr)
+        return 2
     _warn(cfg)
     cells = expand(cfg)
-    if cfg["link"] != "loopback" and os.geteuid() != 0 and not args.dry_run:
-        print(f"netloop: link '{cfg['link']}' needs root (it creates network namespaces); "
-              f"run as root, or use 'link: loopback'", file=sys.stderr)
-        return 2
     if args.dry_run:
-        print(f"{cfg['name']}: {len(cells)} runs on link '{cfg['link']}', about "
-              f"{len(cells) * estimated_run_seconds(cfg):.0f} s")
+        total = sum(estimated_run_seconds(for_cell(cfg, c)) for c in cells)
+        print(f"{cfg['name']}: {len(cells)} runs ({len(cells) // cfg['repetitions']} cells x "
+              f"{cfg['repetitions']} repetitions) on link '{cfg['link']}', about {total / 60:.1f} min")
         for c in cells:
             print(f"  {c.run_id}")
         return 0
-    out = runner.campaign_dir_for(cfg, args.results)
+    if cfg["link"] != "loopback" and os.geteuid() != 0:
+        print(f"netloop: link '{cfg['link']}' needs root (it creates network namespaces); "
+              f"run as root, or use 'link: loopback'", file=sys.stderr)
+        return 2
+    out = out or runner.campaign_dir_for(cfg, args.results)
     print(f"netloop: running {cfg['name']} ({len(cells)} runs) into {out}")
     runner.install_signal_handlers()
     try:
-        runner.run_experiment(cfg, out)
+        runner.run_experiment(cfg, out, resume=bool(args.resume))
     except runner.Interrupted as sig:
-        print(f"netloop: interrupted ({sig}); what was recorded is kept in {out}", file=sys.stderr)
+        print(f"netloop: interrupted ({sig}); what was recorded is kept in {out}; "
+              f"continue with: netloop run --resume {out}", file=sys.stderr)
         return 130
     from .analysis.report import write_report  # matplotlib: only once there is something to plot
     report = write_report(out)
@@ -100,9 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="run an experiment file and write its report")
-    p.add_argument("experiment", help="experiment YAML file (see experiments/)")
+    p.add_argument("experiment", nargs="?", help="experiment YAML file (see experiments/)")
     p.add_argument("--results", type=Path, default=None, help="parent directory of the results (default results/)")
     p.add_argument("--dry-run", action="store_true", help="print the runs and the expected duration, run nothing")
+    p.add_argument("--resume", metavar="RESULTS_DIR", help="run only the cells a campaign is missing")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="write report.md, CSV tables and figures for a results directory")
@@ -124,7 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     bag = sub.add_parser("bag", help="make LaserScan bags for the LIDAR flow")
     bag_sub = bag.add_subparsers(dest="bag_command", required=True)
     from .bags import add_synthetic_command
+    from .sim.bag_tool import add_lidar_command
     add_synthetic_command(bag_sub)
+    add_lidar_command(bag_sub)
     return parser
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,10 +54,14 @@ EXPERIMENT = Map({
     "link": Enum(profile_names, "loopback", "link profile from config/links", what="link profile"),
     "link_params": Map({}, {}, "overrides of the link profile's parameters, e.g. {delay_ms: 20}", extra=Any_()),
     "transport": List(Enum(transport_names, what="transport"), ["tcp_nodelay"],
-                      "one transport or a list; each is run in turn", min_len=1, scalar_ok=True, unique=True),
+                      "one transport, a list, or all (every transport the package has)", min_len=1,
+                      scalar_ok=True, unique=True),
     "transport_options": Map({}, {}, "per transport name, its options (e.g. priority: {priorities: ...})",
                              extra=Any_()),
-    "repetitions": Int(1, "runs per transport", ge=1, le=1000),
+    "repetitions": Int(1, "runs per cell (transport x sweep values)", ge=1, le=1000),
+    "sweep": Map({}, {}, "sweep axes: key path (e.g. link_params.delay_ms, flows[0].size_bytes, "
+                         "loop.controller.K) -> list of values; every combination is a cell",
+                 extra=List(Any_(), min_len=1, unique=True)),
     "loop": LOOP,
     "flows": List(flow_schema(transport_names), [], "perturbing flows sharing the link"),
     "duration": Num(None, "seconds a run lasts when no loop or count ends it", gt=0),
@@ -67,34 +72,107 @@ EXPERIMENT = Map({
 
 @dataclass(frozen=True)
 class Cell:
-    """One run of an experiment: a transport and a repetition index."""
+    """One run of an experiment: a transport, the sweep settings, a repetition index."""
 
     transport: str
     repetition: int
+    settings: tuple[tuple[str, Any], ...] = ()   # (key path, value) for every sweep axis
+
+    @property
+    def condition(self) -> str:
+        """The cell without its repetition, e.g. 'udp delay_ms=20'."""
+        return " ".join([self.transport] + [f"{_short(k)}={v}" for k, v in self.settings])
 
     @property
     def run_id(self) -> str:
-        return f"{self.transport.replace('/', '+')}-r{self.repetition}"
+        parts = [self.transport.replace("/", "+")] + [f"{_short(k)}={v}" for k, v in self.settings]
+        safe = "__".join(parts)
+        for bad in "/[] ":
+            safe = safe.replace(bad, "_")
+        return f"{safe}-r{self.repetition}"
+
+
+def _short(path: str) -> str:
+    """The last part of a key path (flows[0].size_bytes -> size_bytes)."""
+    return path.rsplit(".", 1)[-1]
+
+
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def set_path(doc: dict, path: str, value: Any) -> None:
+    """Set ``a.b[2].c`` in a nested document; KeyError/IndexError when a part is missing."""
+    parts = [(name, int(index) if index else None) for name, index in _PATH_PART.findall(path)]
+    node: Any = doc
+    for n, (name, index) in enumerate(parts):
+        last = n == len(parts) - 1
+        if name:
+            if not isinstance(node, dict):
+                raise KeyError(name)
+            if last:
+                node[name] = value
+                return
+            if name not in node:
+                raise KeyError(name)
+            node = node[name]
+        else:
+            if not isinstance(node, list) or index >= len(node):
+                raise IndexError(index)
+            if last:
+                node[index] = value
+                return
+            node = node[index]
 
 
 def validate_experiment(data: Any, source: str | None = None, name: str | None = None) -> dict:
-    """Validate a parsed experiment document; returns it with every default filled in."""
+    """Validate a parsed experiment document; returns it with every default filled in.
+    Every cell of a sweep is validated too, so a bad sweep value is refused up front."""
+    if isinstance(data, dict) and data.get("transport") == "all":
+        data = dict(data, transport=transport_names())
+    cfg = _validate_one(data, source, name)
+    for combo in _combinations(cfg["sweep"]):
+        try:
+            _validate_one(_with_settings(cfg, combo), source, name)
+        except (KeyError, IndexError) as err:
+            path = next(p for p, _ in combo)
+            raise ConfigError(f"sweep.{path}", f"no such key in the experiment ({err})", source) from None
+        except ConfigError as err:
+            where = ", ".join(f"{p}={v!r}" for p, v in combo)
+            raise ConfigError(f"sweep ({where})", f"{err.key}: {err.message}", source) from None
+    return cfg
+
+
+def _combinations(sweep: dict[str, list]) -> list[tuple[tuple[str, Any], ...]]:
+    if not sweep:
+        return [()]
+    return [tuple(zip(sweep, values)) for values in itertools.product(*sweep.values())]
+
+
+def _with_settings(cfg: dict, settings) -> dict:
+    out = copy.deepcopy(cfg)
+    out["sweep"] = {}
+    for path, value in settings:
+        set_path(out, path, value)
+    return out
+
+
+def _validate_one(data: Any, source: str | None, name: str | None) -> dict:
     cfg = validate(EXPERIMENT, data, source)
     if cfg["name"] is None:
         if not name:
             raise ConfigError("name", "missing required key (a string)", source)
         cfg["name"] = name
-    for name, options in cfg["transport_options"].items():
-        key = f"transport_options.{name}"
-        if name not in transport_names():
-            raise ConfigError(key, f"unknown transport {name!r}; allowed: {', '.join(transport_names())}", source)
-        schema = get_transport(name).options_schema
+    for tname, options in cfg["transport_options"].items():
+        key = f"transport_options.{tname}"
+        if tname not in transport_names():
+            raise ConfigError(key, f"unknown transport {tname!r}; allowed: {', '.join(transport_names())}", source)
+        schema = get_transport(tname).options_schema
         if schema is None:
             if options:
-                raise ConfigError(key, f"transport {name!r} takes no options", source)
+                raise ConfigError(key, f"transport {tname!r} takes no options", source)
             continue
         try:
-            cfg["transport_options"][name] = validate(schema, options)
+            cfg["transport_options"][tname] = validate(schema, options)
         except ConfigError as err:
             raise ConfigError(f"{key}.{err.key}".rstrip("."), err.message, source) from None
     try:  # the profile with the experiment's overrides, validated by the profile's own schema
@@ -126,8 +204,10 @@ def load_experiment(path: str | Path) -> dict:
 
 
 def expand(cfg: dict) -> list[Cell]:
-    """The runs of an experiment, in the order they are run."""
-    return [Cell(t, r) for t, r in itertools.product(cfg["transport"], range(cfg["repetitions"]))]
+    """The runs of an experiment, in the order they are run: repetition by repetition, so
+    slow drifts of a shared machine spread over every cell instead of biasing one."""
+    return [Cell(t, r, combo) for r in range(cfg["repetitions"]) for t in cfg["transport"]
+            for combo in _combinations(cfg["sweep"])]
 
 
 def run_seconds(cfg: dict) -> float:
@@ -147,10 +227,12 @@ def estimated_run_seconds(cfg: dict) -> float:
 
 
 def for_cell(cfg: dict, cell: Cell) -> dict:
-    """The experiment as one run sees it (a deep copy with the cell's transport)."""
-    out = copy.deepcopy(cfg)
+    """The experiment as one run sees it: the cell's transport and sweep values applied,
+    validated again (defaults of swept sections filled in)."""
+    out = _validate_one(_with_settings(cfg, cell.settings), None, cfg["name"])
     out["transport"] = cell.transport
     out["repetition"] = cell.repetition
+    out["cell"] = {"condition": cell.condition, "settings": dict(cell.settings)}
     return out
 
 

@@ -9,6 +9,7 @@ happens (see :mod:`netloop.rundir`).
 from __future__ import annotations
 
 import datetime as _dt
+import shutil
 import signal
 import time
 from contextlib import ExitStack
@@ -21,7 +22,7 @@ from .flows import flow_datatype, flow_processes, message_bytes, topic_of
 from .connections import describe, node_connections
 from .master import RosMaster
 from .processes import ProcessGroup, log_tail
-from .rundir import RunMetadata, create_run_dir, write_json_atomic
+from .rundir import RunMetadata, create_run_dir, read_metadata, write_json_atomic
 from .testbed import Testbed, load_profile
 from .transports import CrossingTopic, TransportContext, get_transport
 
@@ -267,29 +268,82 @@ def campaign_dir_for(cfg: dict, results: Path | None = None) -> Path:
     return Path(results or paths.RESULTS) / f"{cfg['name']}-{stamp}"
 
 
-def run_experiment(cfg: dict, out_dir: Path, log: Callable[[str], None] = print) -> Path:
-    """Run every cell of a validated experiment into ``out_dir``; returns ``out_dir``."""
+def _done(run_dir: Path) -> bool:
+    """A cell is done when its run finished with a verdict (complete, or invalid link timing)."""
+    try:
+        return read_metadata(run_dir).get("status") in ("complete", "invalid")
+    except (OSError, ValueError):
+        return False
+
+
+def _progress_line(i: int, n: int, cell, cfg: dict, left_s: float) -> str:
+    width = 24
+    filled = int(width * (i - 1) / n)
+    minutes, seconds = divmod(int(left_s), 60)
+    return (f"[{'#' * filled}{'.' * (width - filled)}] {i}/{n}  {cell.condition}  repetition "
+            f"{cell.repetition + 1}/{cfg['repetitions']}  ~{minutes}m{seconds:02d}s left")
+
+
+def run_experiment(cfg: dict, out_dir: Path, log: Callable[[str], None] = print, resume: bool = False) -> Path:
+    """Run every cell of a validated experiment into ``out_dir``; returns ``out_dir``.
+
+    With ``resume``, cells already done are kept and only the others run; a cell left
+    unfinished (failed, interrupted, killed) is moved to ``aborted/`` first, so ``runs/``
+    ends with every cell exactly once. One failing cell does not stop the others
+    (unless ``keep_going`` is false); its failure and logs stay in its run directory."""
     import yaml  # noqa: PLC0415
 
     out_dir = Path(out_dir)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "experiment.yaml", "w", encoding="utf-8") as f:
-        yaml.safe_dump(cfg, f, sort_keys=False)
+    if not resume:
+        with open(out_dir / "experiment.yaml", "w", encoding="utf-8") as f:
+            yaml.safe_dump(cfg, f, sort_keys=False)
     cells = expand(cfg)
-    summary: dict[str, Any] = {"experiment": cfg["name"], "cells": []}
-    started = time.monotonic()
-    for i, cell in enumerate(cells, 1):
+    todo = [c for c in cells if not _done(out_dir / "runs" / c.run_id)]
+    if resume:
+        log(f"resuming: {len(cells) - len(todo)} of {len(cells)} cells done, {len(todo)} to run")
+    started, estimate = time.monotonic(), estimated_run_seconds(cfg)
+    for i, cell in enumerate(todo, 1):
         elapsed = time.monotonic() - started
-        left = (elapsed / (i - 1) if i > 1 else estimated_run_seconds(cfg)) * (len(cells) - i + 1)
-        log(f"[{i}/{len(cells)}] transport={cell.transport} repetition={cell.repetition + 1}/"
-            f"{cfg['repetitions']}  (about {left:.0f} s left)")
-        meta = run_cell(for_cell(cfg, cell), out_dir / "runs" / cell.run_id, log)
-        summary["cells"].append({"run_id": cell.run_id, "transport": cell.transport,
-                                 "repetition": cell.repetition, "status": meta["status"],
-                                 "error": meta.get("error")})
-        write_json_atomic(out_dir / "campaign.json", summary)
+        per_run = elapsed / (i - 1) if i > 1 else estimate
+        log(_progress_line(i, len(todo), cell, cfg, per_run * (len(todo) - i + 1)))
+        run_dir = out_dir / "runs" / cell.run_id
+        if run_dir.exists():  # an unfinished earlier attempt: keep it, out of the tables
+            aborted = out_dir / "aborted"
+            aborted.mkdir(exist_ok=True)
+            attempt = 1 + sum(1 for _ in aborted.glob(f"{cell.run_id}.attempt*"))
+            shutil.move(str(run_dir), str(aborted / f"{cell.run_id}.attempt{attempt}"))
+        meta = run_cell(for_cell(cfg, cell), run_dir, log)
         if meta["status"] != "complete":
-            log(f"    run {cell.run_id} {meta['status']}: {meta.get('error')}")
-            if not cfg["keep_going"]:
-                break
+            log(f"    {cell.run_id} {meta['status']}: {meta.get('error')}  (logs: {run_dir / 'logs'})")
+        _write_campaign(out_dir, cfg, cells)
+        if meta["status"] not in ("complete", "invalid") and not cfg["keep_going"]:
+            break
+    _write_campaign(out_dir, cfg, cells)
     return out_dir
+
+
+def _write_campaign(out_dir: Path, cfg: dict, cells) -> None:
+    """campaign.json: every cell and its status, as it is on disk now."""
+    rows = []
+    for cell in cells:
+        try:
+            meta = read_metadata(out_dir / "runs" / cell.run_id)
+            status, error = meta.get("status"), meta.get("error")
+        except (OSError, ValueError):
+            status, error = "missing", None
+        rows.append({"run_id": cell.run_id, "transport": cell.transport, "condition": cell.condition,
+                     "settings": dict(cell.settings), "repetition": cell.repetition, "status": status,
+                     "error": error})
+    write_json_atomic(out_dir / "campaign.json", {"experiment": cfg["name"], "cells": rows})
+
+
+def load_campaign_config(out_dir: Path) -> dict:
+    """The experiment a campaign directory was started with (for --resume)."""
+    from .experiment import validate_experiment  # noqa: PLC0415
+    from .schema import load_yaml  # noqa: PLC0415
+
+    path = Path(out_dir) / "experiment.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"{out_dir}: not a campaign directory (no experiment.yaml)")
+    return validate_experiment(load_yaml(str(path)), str(path))

@@ -179,7 +179,9 @@ class Map(Node):
         out = {}
         for k, v in value.items():
             sub = f"{key}.{k}" if key else str(k)
-            if k in self.fields:
+            if k in self.fields and v is None and self.fields[k].default is None:
+                out[k] = None  # an optional key given as null, as validated output holds it
+            elif k in self.fields:
                 out[k] = self.fields[k].check(v, sub)
             elif self.extra is not None:
                 out[k] = self.extra.check(v, sub)

@@ -36,22 +36,7 @@ import threading
 
 from netloop.schema import ConfigError
 
-from .geometry import quat_from_axis_angle, quat_from_rpy, quat_mul
-from .world import WorldError
-
-
-def _joint_tf(joint, q: float):
-    """(translation, rotation) of a joint's child link in its parent link at position q."""
-    xyz = list(joint.xyz)
-    rot = quat_from_rpy(*joint.rpy)
-    if joint.type in ("revolute", "continuous"):
-        rot = quat_mul(rot, quat_from_axis_angle(joint.axis, q))
-    elif joint.type == "prismatic":
-        r = rot
-        from .geometry import quat_to_matrix  # noqa: PLC0415
-        d = quat_to_matrix(r) @ [a * q for a in joint.axis]
-        xyz = [xyz[i] + d[i] for i in range(3)]
-    return xyz, rot
+from .world import WorldError, joint_transform
 
 
 def main(argv=None) -> int:
@@ -122,7 +107,7 @@ def main(argv=None) -> int:
         return m
 
     t0 = stamp()
-    pub_tf_static.publish(TFMessage([transform(j.parent, j.child, *_joint_tf(j, 0.0), t0) for j in fixed]))
+    pub_tf_static.publish(TFMessage([transform(j.parent, j.child, *joint_transform(j, 0.0), t0) for j in fixed]))
 
     # -- tasks ----------------------------------------------------------------------------
     def publish_odom():
@@ -150,7 +135,7 @@ def main(argv=None) -> int:
         m.name, m.position, m.velocity, m.effort = list(names), pos, vel, eff
         pub_js.publish(m)
         q = dict(zip(names, pos))
-        pub_tf.publish(TFMessage([transform(j.parent, j.child, *_joint_tf(j, q[j.name]), t) for j in moving]))
+        pub_tf.publish(TFMessage([transform(j.parent, j.child, *joint_transform(j, q[j.name]), t) for j in moving]))
 
     fx, fy, cx, cy = sim.camera_info_matrix()
 
@@ -203,6 +188,13 @@ def main(argv=None) -> int:
 
     def publish_clock():
         pub_clock.publish(Clock(rospy.Time.from_sec(sim.time)))
+
+    # warm up what the first frame and scan would otherwise pay for inside the real-time loop
+    # (OpenCV's import for JPEG, the renderer's first frame): ~0.2 s
+    if cfg["camera"]:
+        encode_jpeg(sim.render_camera()[:, :, ::-1], cfg["jpeg_quality"])
+    if cfg["scan"]:
+        sim.scan()
 
     loop = RealTimeLoop(sim, max_lag=cfg["max_lag"], should_stop=lambda: stop.is_set() or rospy.is_shutdown())
     if pub_clock is not None:

@@ -26,7 +26,6 @@ Sensors (parameters from the URDF's ``<gazebo>`` sensors unless overridden)
 from __future__ import annotations
 
 import math
-import os
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -34,11 +33,10 @@ from typing import Callable
 
 import numpy as np
 
-from netloop.car_driver.controller import CarController, ackermann_wheel_angles
-from netloop.car_driver.fakes import FakeGPIO, FakePCA9685Bus
 from netloop.car_driver.profiles import load_profile
 from netloop.schema import Bool, ConfigError, Int, Map, Num, Str, validate
 
+from .actuation import CarActuation, JointTargets
 from .geometry import quat_from_rpy, quat_to_matrix
 from .world import DEFAULT_URDF, WorldError, prepare_world, read_urdf
 
@@ -80,14 +78,6 @@ class SimError(RuntimeError):
     pass
 
 
-@dataclass
-class Actuators:
-    wheel_speed: float = 0.0      # rad/s at the rear wheels
-    steer: float = 0.0            # driver's single steering angle (rad)
-    pan: float = 0.0
-    tilt: float = 0.0
-
-
 class Simulation:
     """One simulated car in one world. Not thread-safe except :meth:`command` and
     :meth:`set_pan_tilt`, which may be called from other threads (they only change the
@@ -125,12 +115,11 @@ class Simulation:
             raise
         finally:
             self.world.cleanup()
-        # -- the car driver's controller on fake hardware ------------------------------------
-        self.controller = CarController(self.profile, FakePCA9685Bus(self.profile["pwm"]["address"]),
-                                        FakeGPIO(), watchdog_timeout=cfg["watchdog_timeout"],
-                                        clock=lambda: self.time, sleep=lambda s: None)
-        self.controller.start()
-        self._applied: Actuators | None = None
+        # -- the car driver's controller on fake hardware, on simulated time -----------------
+        self.actuation = CarActuation(self.profile, self.urdf.wheel_radius, self.urdf.wheelbase,
+                                      self.urdf.kingpin_track, cfg["watchdog_timeout"], clock=lambda: self.time)
+        self.controller = self.actuation.controller
+        self._applied: JointTargets | None = None
         self._apply_actuators()
 
     # -- set-up ---------------------------------------------------------------------------
@@ -221,21 +210,14 @@ class Simulation:
     def command(self, v: float, omega: float):
         """A ``cmd_vel`` (linear.x m/s, angular.z rad/s), mapped by the car driver's controller.
         Returns its Actuation; a non-finite command stops the motors and raises ValueError."""
-        return self.controller.command(float(v), float(omega), now=self.time)
+        return self.actuation.command(v, omega, now=self.time)
 
     def set_pan_tilt(self, pan: float | None = None, tilt: float | None = None) -> None:
-        self.controller.set_pan_tilt(pan, tilt)
+        self.actuation.set_pan_tilt(pan, tilt)
 
     # -- physics --------------------------------------------------------------------------
-    def _actuators(self) -> Actuators:
-        ctl = self.controller
-        kin = self.profile["kinematics"]
-        pt = ctl.pan_tilt
-        return Actuators(ctl.motors.duty * kin["speed_at_full_duty"] / self.urdf.wheel_radius,
-                         ctl.steering.angle, pt.pan.angle or 0.0, pt.tilt.angle or 0.0)
-
     def _apply_actuators(self) -> None:
-        want = self._actuators()
+        want = self.actuation.targets()
         if want == self._applied:
             return
         p, c, car = self.p, self.cid, self.car
@@ -244,8 +226,8 @@ class Simulation:
             target = max(-vmax, min(vmax, want.wheel_speed)) if vmax > 0 else want.wheel_speed
             p.setJointMotorControl2(car, j, p.VELOCITY_CONTROL, targetVelocity=target, force=force,
                                     physicsClientId=c)
-        left, right = ackermann_wheel_angles(want.steer, self.urdf.wheelbase, self.urdf.kingpin_track)
-        for j, angle in zip(self.steer_joints + self.pan_tilt_joints, (left, right, want.pan, want.tilt)):
+        angles = (want.steer_left, want.steer_right, want.pan, want.tilt)
+        for j, angle in zip(self.steer_joints + self.pan_tilt_joints, angles):
             if j is None:
                 continue
             force, vmax = self.joint_limits[j]
@@ -257,11 +239,12 @@ class Simulation:
         """Advance the physics by ``n`` steps of ``dt``, applying commands and the watchdog."""
         p, c = self.p, self.cid
         for _ in range(n):
-            if self.steps % self._watchdog_every == 0 and self.controller.check_watchdog(now=self.time):
-                reason = self.controller.stop_reason
-                self.watchdog_events.append((self.time, reason))
-                if self.on_watchdog is not None:
-                    self.on_watchdog(reason)
+            if self.steps % self._watchdog_every == 0:
+                reason = self.actuation.check_watchdog(now=self.time)
+                if reason is not None:
+                    self.watchdog_events.append((self.time, reason))
+                    if self.on_watchdog is not None:
+                        self.on_watchdog(reason)
             self._apply_actuators()
             p.stepSimulation(physicsClientId=c)
             self.steps += 1

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from netloop import paths
 
+from .geometry import quat_from_axis_angle, quat_from_rpy, quat_mul, quat_to_matrix
+
 WORLDS_DIR = paths.REPO / "worlds"
 LOCAL_MODELS_DIR = WORLDS_DIR / "models"
 DEFAULT_URDF = paths.REPO / "models" / "sunfounder_car" / "urdf" / "sunfounder_car.urdf"
@@ -238,6 +240,19 @@ class Joint:
     xyz: tuple[float, float, float]
     rpy: tuple[float, float, float]
     axis: tuple[float, float, float]
+
+
+def joint_transform(joint: Joint, q: float = 0.0):
+    """(translation, rotation x y z w) of a joint's child link in its parent link at position
+    ``q`` - what robot_state_publisher computes from the URDF."""
+    xyz = list(joint.xyz)
+    rot = quat_from_rpy(*joint.rpy)
+    if joint.type in ("revolute", "continuous"):
+        rot = quat_mul(rot, quat_from_axis_angle(joint.axis, q))
+    elif joint.type == "prismatic":
+        d = quat_to_matrix(rot) @ [a * q for a in joint.axis]
+        xyz = [xyz[i] + float(d[i]) for i in range(3)]
+    return xyz, rot
 
 
 @dataclass
