@@ -139,6 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
     from .sim.bag_tool import add_lidar_command
     add_synthetic_command(bag_sub)
     add_lidar_command(bag_sub)
+
+    try:  # netloop compare, netloop plot --live (analysis/commands.py)
+        from .analysis.commands import register as register_analysis
+    except ImportError:
+        pass
+    else:
+        register_analysis(sub)
     return parser
 
 
