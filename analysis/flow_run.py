@@ -29,7 +29,7 @@ def analyse_flow(run_dir: Path, flow: dict) -> dict[str, Any]:
     except RecordError as err:
         out["problems"].append(str(err))
         return out
-    tap = flow["kind"] == "lidar_bag"
+    tap = flow["kind"] in ("lidar_bag", "topic")
     # send time of each message, keyed as the receiver sees it
     if tap:
         sent = {(s, st): r for s, st, r in zip(tx.seq.tolist(), tx.stamp_ns.tolist(), tx.recv_ns.tolist())}

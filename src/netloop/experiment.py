@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .schema import Any_, Bool, ConfigError, Enum, Int, List, Map, Num, Str, load_yaml, validate
+from . import paths
 from .flows import check_flows, flow_schema, link_bits_per_second
 from .testbed import Testbed, load_profile, profile_names
 from .transports import get_transport, transport_names
@@ -35,7 +36,8 @@ CONTROLLER = Map({
 }, default={})
 
 LOOP = Map({
-    "type": Enum(["rlc", "none"], "rlc", "the control loop, or none for flows only", what="loop type"),
+    "type": Enum(["rlc", "teleop", "none"], "rlc",
+                 "the RLC loop, teleoperation of the simulated car, or none for flows only", what="loop type"),
     "plant": PLANT,
     "controller": CONTROLLER,
     "samples": Int(150, "sensor samples per run (duration = samples x period)", ge=10, le=10_000_000),
@@ -43,8 +45,17 @@ LOOP = Map({
     "warmup": Num(0.5, "seconds between the loop connecting and its first sample (lets flows start)", ge=0,
                   le=600),
     "placement": Map({
-        "plant": Str("robot", "host of the plant"),
-        "controller": Str("operator", "host of the controller"),
+        "plant": Str("robot", "host of the plant (rlc)"),
+        "controller": Str("operator", "host of the controller (rlc)"),
+        "car": Str("robot", "host of the simulated car (teleop)"),
+        "trial": Str("operator", "host of the scripted teleop trial (teleop)"),
+    }, default={}),
+    "teleop": Map({
+        "world": Str("arena", "simulator world: arena | tunnel | path of an SDF .world"),
+        "sim": Map({}, {}, "simulator parameters (nodes/README.md), e.g. {camera_rate: 15}", extra=Any_()),
+        "trial": Map({}, {}, "overrides of controllers/config/teleop_trial.yaml, e.g. {duration: 8}",
+                     extra=Any_()),
+        "local_baseline": Bool(True, "also run the trial on the car's host (the local baseline)"),
     }, default={}),
 }, default={})
 
@@ -142,6 +153,27 @@ def validate_experiment(data: Any, source: str | None = None, name: str | None =
     return cfg
 
 
+def _check_teleop(loop: dict, source: str | None) -> None:
+    """The world must load and the trial/simulator overrides must be known parameters."""
+    import tempfile  # noqa: PLC0415
+
+    from .sim.simulation import load_sim_config  # noqa: PLC0415 - only for teleop experiments
+    from .sim.world import prepare_world  # noqa: PLC0415
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            prepare_world(loop["teleop"]["world"], tmp)   # exists, parses, includes resolve
+        load_sim_config(dict(loop["teleop"]["sim"], world=loop["teleop"]["world"]))
+    except ConfigError as err:
+        raise ConfigError(f"loop.teleop.sim.{err.key}".rstrip("."), err.message, source) from None
+    except (FileNotFoundError, ValueError) as err:
+        raise ConfigError("loop.teleop.world", str(err), source) from None
+    known = set(load_yaml(str(paths.REPO / "controllers" / "config" / "teleop_trial.yaml")) or {})
+    for key in loop["teleop"]["trial"]:
+        if key not in known:
+            raise ConfigError(f"loop.teleop.trial.{key}", f"unknown trial parameter; allowed: {', '.join(sorted(known))}",
+                              source)
+
+
 def _combinations(sweep: dict[str, list]) -> list[tuple[tuple[str, Any], ...]]:
     if not sweep:
         return [()]
@@ -188,6 +220,8 @@ def _validate_one(data: Any, source: str | None, name: str | None) -> dict:
         check_flows(cfg["flows"], hosts)
     except ConfigError as err:
         raise ConfigError(err.key, err.message, source) from None
+    if cfg["loop"]["type"] == "teleop":
+        _check_teleop(cfg["loop"], source)
     if cfg["loop"]["type"] == "none":
         if not cfg["flows"]:
             raise ConfigError("flows", "an experiment without a loop needs at least one flow", source)
@@ -205,17 +239,25 @@ def load_experiment(path: str | Path) -> dict:
 
 def expand(cfg: dict) -> list[Cell]:
     """The runs of an experiment, in the order they are run: repetition by repetition, so
-    slow drifts of a shared machine spread over every cell instead of biasing one."""
-    return [Cell(t, r, combo) for r in range(cfg["repetitions"]) for t in cfg["transport"]
-            for combo in _combinations(cfg["sweep"])]
+    slow drifts of a shared machine spread over every cell instead of biasing one. A teleop
+    experiment adds, per repetition, the local baseline: the trial on the car's host."""
+    cells = []
+    loop = cfg["loop"]
+    for r in range(cfg["repetitions"]):
+        if loop["type"] == "teleop" and loop["teleop"]["local_baseline"]:
+            cells.append(Cell(cfg["transport"][0], r, (("loop.placement.trial", loop["placement"]["car"]),)))
+        cells += [Cell(t, r, combo) for t in cfg["transport"] for combo in _combinations(cfg["sweep"])]
+    return cells
 
 
 def run_seconds(cfg: dict) -> float:
     """How long the measured part of a run lasts: the loop's samples, the flows' counts, or
     ``duration``."""
     loop = cfg["loop"]
-    if loop["type"] != "none":
+    if loop["type"] == "rlc":
         return loop["warmup"] + loop["samples"] * loop["plant"]["period"]
+    if loop["type"] == "teleop":
+        return 3.0 + float(teleop_trial_params(loop)["duration"])
     if cfg["duration"] is not None:
         return cfg["duration"]
     return max(f["start_delay"] + f["count"] * f["period"] for f in cfg["flows"])
@@ -268,3 +310,9 @@ def experiment_warnings(cfg: dict) -> list[str]:
         out.append(f"the flows together offer {total:.1f} Mbit/s, more than link '{cfg['link']}' carries "
                    f"({capacity:g} Mbit/s)")
     return out
+
+
+def teleop_trial_params(loop: dict) -> dict[str, Any]:
+    """The trial's parameters: controllers/config/teleop_trial.yaml with the experiment's overrides."""
+    base = load_yaml(str(paths.REPO / "controllers" / "config" / "teleop_trial.yaml")) or {}
+    return {**base, **loop["teleop"]["trial"]}

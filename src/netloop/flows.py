@@ -8,6 +8,8 @@ Every flow goes from one host to another on its own topic (``/flows/<name>`` unl
   camera     ``flow_source`` publishes sensor_msgs/CompressedImage with real JPEG frames
              (made here with OpenCV from a moving synthetic scene at ``width`` x ``height``,
              ``jpeg_quality``), or raw sensor_msgs/Image with ``encoding: raw``.
+  topic      a live topic already published on the sending host (``source_topic``, e.g. the
+             simulator's camera or /scan), carried and measured like a bag replay.
   lidar_bag  ``rosbag play`` of a LaserScan bag (``bag``, or a synthetic 20 Hz one), through
              ``flow_sink`` in relay mode on the sending host (rospy, and so rosbag, cannot
              publish over UDPROS), which records when each scan entered the network.
@@ -23,7 +25,7 @@ from typing import Any
 
 from .schema import ConfigError, Enum, Int, Map, Num, Str
 
-FLOW_KINDS = ["generic", "camera", "lidar_bag"]
+FLOW_KINDS = ["generic", "camera", "lidar_bag", "topic"]
 
 
 def flow_schema(transport_names) -> Map:
@@ -45,6 +47,8 @@ def flow_schema(transport_names) -> Map:
         "jpeg_quality": Int(80, "camera: JPEG quality", ge=1, le=100),
         "bag": Str(None, "lidar_bag: bag file (default: a synthetic 20 Hz LaserScan bag)"),
         "bag_topic": Str("/scan", "lidar_bag: topic in the bag"),
+        "source_topic": Str(None, "topic: a live topic on the sending host (e.g. the simulator's /scan)"),
+        "datatype": Str(None, "topic: its message type, e.g. sensor_msgs/CompressedImage"),
     })
 
 
@@ -61,6 +65,14 @@ def check_flows(flows: list[dict], hosts: list[str], key: str = "flows") -> None
                 raise ConfigError(f"{where}.{end}", f"unknown host {f[end]!r}; allowed: {', '.join(hosts)}")
         if f["from"] == f["to"]:
             raise ConfigError(f"{where}.to", f"a flow must cross the link: from and to are both {f['to']!r}")
+        if f["kind"] == "topic":
+            for key in ("source_topic", "datatype"):
+                if not f[key]:
+                    raise ConfigError(f"{where}.{key}", "required for a flow of kind topic")
+            try:
+                message_class(f["datatype"])
+            except ValueError as err:
+                raise ConfigError(f"{where}.datatype", str(err)) from None
         if f["kind"] == "lidar_bag" and f["bag"]:
             if not Path(f["bag"]).is_file():
                 raise ConfigError(f"{where}.bag", f"bag file {f['bag']!r} not found")
@@ -85,11 +97,25 @@ def message_bytes(flow: dict) -> int:
     if flow["kind"] == "camera":
         raw = flow["width"] * flow["height"] * 3
         return raw if flow["encoding"] == "raw" else raw // 10
+    if flow["kind"] == "topic":
+        return flow["size_bytes"]  # the expected size, as given
     return 4300
+
+
+def message_class(datatype: str):
+    """The Python class of a ROS message type; ValueError when it is not installed."""
+    import roslib.message  # noqa: PLC0415 - Debian's ROS Python packages
+
+    cls = roslib.message.get_message_class(datatype) if "/" in datatype else None
+    if cls is None:
+        raise ValueError(f"unknown message type {datatype!r} (not installed, or not 'package/Type')")
+    return cls
 
 
 def flow_datatype(flow: dict) -> str:
     """The ROS message type a flow publishes."""
+    if flow["kind"] == "topic":
+        return flow["datatype"]
     if flow["kind"] == "generic":
         return "netloop/LoopSample"
     if flow["kind"] == "camera":
@@ -147,6 +173,16 @@ def flow_processes(flow: dict, transport: str, run_dir: Path, node_binary) -> li
                   "argv": [str(node_binary("flow_source")), f"__name:=flow_{name}_source", f"flow:={topic}"],
                   "params": params}
         return [sink, source]
+
+    if flow["kind"] == "topic":  # the live topic -> relay recording each send (network topic) -> sink
+        cls = message_class(flow["datatype"])
+        relay = {"name": f"flow_{name}_relay", "host": flow["from"],
+                 "argv": [str(node_binary("flow_sink")), f"__name:=flow_{name}_relay", f"flow:={topic}",
+                          f"flow_in:={flow['source_topic']}"],
+                 "params": {"republish": True, "datatype": cls._type, "md5sum": cls._md5sum,
+                            "definition": cls._full_text, "transport": "tcp_nodelay", "kind": "tap",
+                            "record_path": str(rec / f"flow_{name}_tx.csv")}}
+        return [sink, relay]
 
     # lidar_bag: rosbag play (local topic) -> relay recording each send (network topic) -> sink.
     from .bags import cached_lidar_bag, message_type_of  # noqa: PLC0415

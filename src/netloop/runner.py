@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import paths, rosenv
-from .experiment import estimated_run_seconds, expand, for_cell, link_capacity_mbit, rlc_parameters
+from .experiment import (estimated_run_seconds, expand, for_cell, link_capacity_mbit, rlc_parameters,
+                         teleop_trial_params)
 from .flows import flow_datatype, flow_processes, message_bytes, topic_of
 from .connections import describe, node_connections
 from .master import RosMaster
@@ -123,6 +124,10 @@ def crossing_topics(cfg: dict) -> list[CrossingTopic]:
         plant, ctl = loop["placement"]["plant"], loop["placement"]["controller"]
         out += [CrossingTopic("/y", "netloop/LoopSample", plant, ctl, size, period),
                 CrossingTopic("/u", "netloop/LoopSample", ctl, plant, size, period)]
+    if loop["type"] == "teleop" and loop["placement"]["car"] != loop["placement"]["trial"]:
+        car, trial = loop["placement"]["car"], loop["placement"]["trial"]
+        out += [CrossingTopic("/odom", "nav_msgs/Odometry", car, trial, 700, 0.02),
+                CrossingTopic("/cmd_vel", "geometry_msgs/Twist", trial, car, 48, 0.05)]
     for flow in cfg["flows"]:
         out.append(CrossingTopic(topic_of(flow), flow_datatype(flow), flow["from"], flow["to"],
                                  message_bytes(flow), flow["period"]))
@@ -144,6 +149,41 @@ def _start_loop(hosts: _Hosts, cfg: dict, transport, run_dir: Path):
                          "padding_bytes": loop["padding_bytes"], "samples": loop["samples"],
                          "warmup": loop["warmup"], "record_path": str(run_dir / "records" / "plant.csv")})
     return plant, controller
+
+
+TOPIC_TOOLS_RELAY = next((p for p in ("/opt/ros/noetic/lib/topic_tools/relay", "/usr/lib/topic_tools/relay")
+                          if Path(p).exists()), "relay")
+
+
+def _start_teleop(hosts: _Hosts, cfg: dict, transport, run_dir: Path):
+    """The simulated car on its host and the scripted trial on its host; returns (trial, the
+    connections to check). rospy (the simulator) has no UDPROS, so for udp a roscpp relay on
+    the car's host carries odom out (odom -> odom_net) and cmd_vel in (cmd_vel_net -> cmd_vel,
+    subscribed unreliably); the trial then uses odom_net and cmd_vel_net."""
+    loop = cfg["loop"]
+    car, trial_host = loop["placement"]["car"], loop["placement"]["trial"]
+    crossing = car != trial_host
+    odom_transport = transport.subscriber_transport("/odom", 700) if crossing else "tcp_nodelay"
+    cmd_transport = transport.subscriber_transport("/cmd_vel", 48) if crossing else "tcp_nodelay"
+    hosts.start("sim", car, [str(paths.node_binary("sim_node.py")), "__name:=sim"],
+                dict(loop["teleop"]["sim"], world=loop["teleop"]["world"]))
+    trial_argv = [str(paths.node_binary("teleop_trial")), "__name:=trial"]
+    connections = {"/odom": ("/sim", "/trial"), "/cmd_vel": ("/trial", "/sim")}
+    if odom_transport == "udp":
+        hosts.start("odom_relay", car, [TOPIC_TOOLS_RELAY, "odom", "odom_net", "__name:=odom_relay"])
+        trial_argv.append("odom:=odom_net")
+        connections["/odom"] = ("/sim", "/odom_relay")
+        connections["/odom_net"] = ("/odom_relay", "/trial")
+    if cmd_transport == "udp":
+        hosts.start("cmd_relay", car, [TOPIC_TOOLS_RELAY, "cmd_vel_net", "cmd_vel", "__name:=cmd_relay",
+                                       "_unreliable:=true"])
+        trial_argv.append("cmd_vel:=cmd_vel_net")
+        connections["/cmd_vel"] = ("/cmd_relay", "/sim")
+        connections["/cmd_vel_net"] = ("/trial", "/cmd_relay")
+    params = dict(teleop_trial_params(loop), transport=odom_transport,
+                  record_path=str(run_dir / "records" / "trial.csv"))
+    trial = hosts.start("trial", trial_host, trial_argv, params)
+    return trial, connections
 
 
 def _start_flows(hosts: _Hosts, cfg: dict, transport, run_dir: Path) -> tuple[list, dict[str, tuple[str, str]]]:
@@ -208,10 +248,13 @@ def run_cell(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> di
             stack.callback(transport.stop)
 
             finite, connections = _start_flows(hosts, cfg, transport, run_dir)
-            plant = None
+            plant = None  # the process whose end ends the run (the plant, or the teleop trial)
             if loop["type"] == "rlc":
                 plant, controller = _start_loop(hosts, cfg, transport, run_dir)
                 connections.update(LOOP_FLOWS)
+            elif loop["type"] == "teleop":
+                plant, teleop_connections = _start_teleop(hosts, cfg, transport, run_dir)
+                connections.update(teleop_connections)
             watched = [p for p in hosts.started if p is not plant]
 
             negotiated = None
@@ -240,7 +283,7 @@ def run_cell(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> di
                 if time.monotonic() >= deadline and end_by > deadline:
                     raise RunFailed(f"run did not finish within run_timeout = {cfg['run_timeout']} s")
             if plant is not None and plant.poll() != 0:
-                raise RunFailed(f"plant exited with status {plant.poll()}:\n{log_tail(plant.log_path)}")
+                raise RunFailed(f"{plant.name} exited with status {plant.poll()}:\n{log_tail(plant.log_path)}")
             _check_alive(finite)
             # Stop what sends first, then let messages in flight reach their sinks, so the end
             # of a run is not counted as loss.
