@@ -3,7 +3,7 @@
 #   make test   installs what is missing, builds, runs every test (C++ and Python)
 # Others: make setup | build | bench | clean
 SHELL := /bin/bash
-EXPERIMENT ?= experiments/rlc_loopback.yaml
+EXPERIMENT ?= experiments/pound_rlc.yaml
 PYTEST_ARGS ?=
 ENV := source scripts/env.sh &&
 PY := .venv/bin/python

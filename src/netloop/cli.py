@@ -52,13 +52,15 @@ def _cmd_validate(args) -> int:
 
 def _cmd_run(args) -> int:
     from . import runner
-    from .experiment import estimated_run_seconds, expand, for_cell, load_experiment
+    from .experiment import estimated_run_seconds, expand, for_cell, load_experiment, quick_variant
 
     if args.resume:
         out = Path(args.resume)
         cfg = runner.load_campaign_config(out)
     elif args.experiment:
         cfg = load_experiment(args.experiment)   # refused here, before anything starts
+        if args.quick:
+            cfg = quick_variant(cfg)
         out = None
     else:
         print("netloop run: name an experiment file, or --resume RESULTS_DIR", file=sys.stderr)
@@ -115,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", type=Path, default=None, help="parent directory of the results (default results/)")
     p.add_argument("--dry-run", action="store_true", help="print the runs and the expected duration, run nothing")
     p.add_argument("--resume", metavar="RESULTS_DIR", help="run only the cells a campaign is missing")
+    p.add_argument("--quick", action="store_true",
+                   help="a short variant: 1 repetition, ~2 s of loop, flows cut to ~3 s (for tests)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="write report.md, CSV tables and figures for a results directory")

@@ -316,3 +316,23 @@ def teleop_trial_params(loop: dict) -> dict[str, Any]:
     """The trial's parameters: controllers/config/teleop_trial.yaml with the experiment's overrides."""
     base = load_yaml(str(paths.REPO / "controllers" / "config" / "teleop_trial.yaml")) or {}
     return {**base, **loop["teleop"]["trial"]}
+
+
+def quick_variant(cfg: dict) -> dict:
+    """The same experiment made short for tests and smoke runs (``netloop run --quick``): one
+    repetition, at most 2 s of loop samples, flows and trials cut to a few seconds."""
+    out = copy.deepcopy(cfg)
+    out["repetitions"] = 1
+    loop = out["loop"]
+    loop["samples"] = min(loop["samples"], max(10, int(2.0 / loop["plant"]["period"])))
+    loop["warmup"] = min(loop["warmup"], 1.0)
+    if loop["type"] == "teleop":
+        loop["teleop"]["trial"] = dict(loop["teleop"]["trial"], duration=min(
+            float(teleop_trial_params(loop)["duration"]), 6.0))
+    for flow in out["flows"]:
+        if flow["count"]:
+            flow["count"] = max(5, min(flow["count"], int(3.0 / flow["period"])))
+    if out["duration"] is not None:
+        out["duration"] = min(out["duration"], 4.0)
+    out["name"] = f"{cfg['name']}-quick"
+    return validate_experiment(out, name=out["name"])

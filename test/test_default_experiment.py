@@ -1,0 +1,33 @@
+"""The default experiment of `make run` (experiments/pound_rlc.yaml), in its --quick variant,
+end to end through bin/netloop over the ns-3 802.11a link (root only)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from netloop import paths
+from netloop.transports import transport_names
+
+pytestmark = [pytest.mark.integration, pytest.mark.root,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
+
+
+def test_quick_default_experiment_produces_the_report(tmp_path):
+    res = subprocess.run([str(paths.REPO / "bin" / "netloop"), "run", "--quick",
+                          str(paths.EXPERIMENTS / "pound_rlc.yaml"), "--results", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    report = Path(re.search(r"report written to (\S+)", res.stdout).group(1))
+    assert report.is_file()
+    camp = report.parent
+    cells = json.loads((camp / "campaign.json").read_text())["cells"]
+    assert [c["transport"] for c in cells] == transport_names()          # every transport, once
+    assert all(c["status"] in ("complete", "invalid") for c in cells), cells
+    text = report.read_text()
+    assert "figures/step_response.png" in text and "## Flow `image`" in text
+    assert (camp / "figures" / "step_response.png").stat().st_size > 10_000
