@@ -75,6 +75,15 @@ def echo_rate(work: Path, transport: str, seconds: float = 2.0) -> dict[str, Any
     return {"transport": transport, "sustained_hz": best, "steps": steps}
 
 
+def _optional(module: str, what: str) -> dict[str, Any]:
+    """``run_all()`` of a component's bench module; a failure is reported, not fatal."""
+    import importlib  # noqa: PLC0415
+    try:
+        return importlib.import_module(module).run_all()
+    except Exception as err:  # e.g. not root, or the component is missing here
+        return {"skipped": f"{what}: {type(err).__name__}: {err}"}
+
+
 def testbed_figures() -> dict[str, Any]:
     try:
         from .testbed import bench as tb_bench
@@ -103,6 +112,17 @@ def _md(results: dict[str, Any]) -> str:
                           for s in r["steps"])
         lines.append(f"| {r['transport']} | {r['sustained_hz'] or '< ' + str(ECHO_RATES_HZ[0])} | {steps} |")
     lines += ["", "## Testbed links", ""] + _testbed_md(results["testbed"])
+    sim = results.get("simulator", {})
+    lines += ["## Embedded simulator (pybullet)", ""]
+    if "skipped" in sim:
+        lines += [f"Skipped: {sim['skipped']}", ""]
+    elif sim:
+        lines += [f"World `{sim['world']}`, physics at {sim['physics_rate']:g} Hz, camera {sim['image']} at "
+                  f"{sim['camera_rate']:g} fps, LIDAR 360 rays at {sim['scan_rate']:g} Hz:", "",
+                  "| physics step [ms] | camera frame [ms] | JPEG encode [ms] | scan [ms] | real-time factor | "
+                  "worst 1 s window | CPU [share of a core] |", "|---|---|---|---|---|---|---|",
+                  f"| {sim['physics_step_ms']:.3f} | {sim['camera_frame_ms']:.2f} | {sim['jpeg_encode_ms']:.2f} | "
+                  f"{sim['scan_ms']:.2f} | {sim['rtf']:.3f} | {sim['rtf_window_min']:.3f} | {sim['cpu_share']:.2f} |", ""]
     return "\n".join(lines)
 
 
@@ -139,6 +159,8 @@ def main(out: Path) -> int:
             results["echo"].append(echo_rate(work, transport))
         print("bench: testbed ...", flush=True)
         results["testbed"] = testbed_figures()
+        print("bench: simulator ...", flush=True)
+        results["simulator"] = _optional("netloop.sim.bench", "simulator")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["seconds"] = round(time.monotonic() - started, 1)
