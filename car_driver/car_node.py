@@ -35,7 +35,7 @@ if not __package__:   # started as a script (rosrun/roslaunch): make the netloop
     if (_src / "netloop").is_dir() and str(_src) not in sys.path:
         sys.path.insert(0, str(_src))
 
-from netloop.car_driver.controller import CarController  # noqa: E402
+from netloop.car_driver.controller import CarController, pan_tilt_from_joint_state  # noqa: E402
 from netloop.car_driver.fakes import FakeCamera, FakeGPIO, FakePCA9685Bus  # noqa: E402
 from netloop.car_driver.hardware import (HardwareError, OpenCVCamera, SMBusI2C,  # noqa: E402
                                          encode_jpeg, open_gpio)
@@ -141,11 +141,8 @@ def main(argv=None) -> int:
             rospy.logerr_throttle(1.0, f"car_driver: command failed, motors stopped: {err}")
 
     def on_pan_tilt(msg):
-        pos = dict(zip(msg.name, msg.position)) if msg.name else {}
-        if not msg.name and len(msg.position) == 2:
-            pos = {"camera_pan_joint": msg.position[0], "camera_tilt_joint": msg.position[1]}
         try:
-            controller.set_pan_tilt(pos.get("camera_pan_joint"), pos.get("camera_tilt_joint"))
+            controller.set_pan_tilt(*pan_tilt_from_joint_state(msg))
         except Exception as err:  # noqa: BLE001
             rospy.logerr_throttle(1.0, f"car_driver: pan/tilt command failed: {err}")
 

@@ -214,3 +214,15 @@ class CarController:
                 "shut_down": self.shut_down,
                 "last": None if last is None else {"speed": last.speed, "duty": last.duty,
                                                    "steer": last.steer, "steer_ticks": last.steer_ticks}}
+
+
+def pan_tilt_from_joint_state(msg) -> tuple[float | None, float | None]:
+    """(pan, tilt) [rad] from a sensor_msgs/JointState: by joint name (camera_pan_joint,
+    camera_tilt_joint), or two unnamed positions in that order; None where not given."""
+    if msg.name:
+        pos = dict(zip(msg.name, msg.position))
+    elif len(msg.position) == 2:
+        pos = {"camera_pan_joint": msg.position[0], "camera_tilt_joint": msg.position[1]}
+    else:
+        pos = {}
+    return pos.get("camera_pan_joint"), pos.get("camera_tilt_joint")

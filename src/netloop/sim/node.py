@@ -48,6 +48,7 @@ def main(argv=None) -> int:
     from std_msgs.msg import Float64  # noqa: PLC0415
     from tf2_msgs.msg import TFMessage  # noqa: PLC0415
 
+    from netloop.car_driver.controller import pan_tilt_from_joint_state  # noqa: PLC0415
     from netloop.car_driver.hardware import encode_jpeg  # noqa: PLC0415
 
     from .simulation import RealTimeLoop, Simulation  # noqa: PLC0415
@@ -222,11 +223,8 @@ def main(argv=None) -> int:
             rospy.logerr_throttle(1.0, f"sim: command refused, motors stopped: {err}")
 
     def on_pan_tilt(msg):
-        pos = dict(zip(msg.name, msg.position)) if msg.name else {}
-        if not msg.name and len(msg.position) == 2:
-            pos = {"camera_pan_joint": msg.position[0], "camera_tilt_joint": msg.position[1]}
         try:
-            sim.set_pan_tilt(pos.get("camera_pan_joint"), pos.get("camera_tilt_joint"))
+            sim.set_pan_tilt(*pan_tilt_from_joint_state(msg))
         except Exception as err:  # noqa: BLE001
             rospy.logerr_throttle(1.0, f"sim: pan/tilt command refused: {err}")
 
