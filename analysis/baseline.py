@@ -87,28 +87,36 @@ class _ExactRlc:
         self.A = np.array([[0.0, 1.0 / C], [-1.0 / L, -R / L]])
         self.B = np.array([0.0, 1.0 / L])
         self.x = np.array(x0, dtype=float)
+        self._cache: dict[float, np.ndarray] = {}   # h -> e^{Mh}: intervals repeat (k T, fixed delays)
 
     def advance(self, h: float, u: float) -> None:
         if h <= 0:
             return
-        M = np.zeros((3, 3))
-        M[:2, :2], M[:2, 2] = self.A * h, self.B * h
-        E = expm(M)
+        E = self._cache.get(h)
+        if E is None:
+            M = np.zeros((3, 3))
+            M[:2, :2], M[:2, 2] = self.A * h, self.B * h
+            E = expm(M)
+            if len(self._cache) < 4096:
+                self._cache[h] = E
         self.x = E[:2, :2] @ self.x + E[:2, 2] * u
 
 
-def simulate_loop(loop: dict, delays, lost=None, sample_times=None) -> LoopResponse:
+def simulate_loop(loop: dict, delays, lost=None, sample_times=None, seqs=None) -> LoopResponse:
     """The loop with actuation u(k) applied ``delays[k]`` seconds after sample k (sensor to
     controller to actuator), or never where ``lost[k]``. Actuations arriving out of order
     are dropped when older than the last applied one, as rlc_plant does.
 
-    ``sample_times`` (default k T) lets a replay use the real sampling instants.
+    ``sample_times`` (default k T) lets a replay use the real sampling instants. ``seqs``
+    (default k) is the sequence number of the actuation answering sample k, which decides
+    "older" as in rlc_plant (the controller numbers its u in the order it received the y).
     """
     plant = loop["plant"]
     delays = np.asarray(delays, dtype=float)
     n = len(delays)
     lost = np.zeros(n, bool) if lost is None else np.asarray(lost, bool)
     times = np.arange(n) * plant["period"] if sample_times is None else np.asarray(sample_times, float)
+    order = np.arange(n) if seqs is None else np.asarray(seqs, dtype=np.int64)
     rlc = _ExactRlc(plant["R"], plant["L"], plant["C"], plant["initial_state"])
     law = law_from_config(loop).sequence()
     next(law)
@@ -133,5 +141,5 @@ def simulate_loop(loop: dict, delays, lost=None, sample_times=None) -> LoopRespo
         value = law.send(y[k])
         if not lost[k]:
             u[k] = value
-            heapq.heappush(pending, (times[k] + delays[k], k, value))
+            heapq.heappush(pending, (times[k] + delays[k], int(order[k]), value))
     return LoopResponse(times - times[0], y, u)

@@ -80,9 +80,10 @@ def direction_stats(tx: Events, rx: Events) -> dict[str, Any]:
 
 def analyse_loop_run(run: LoopRun) -> dict[str, Any]:
     """Every number the report shows for one run (``ok`` false when it could not be analysed)."""
+    exp = run.meta.get("experiment") or {}
     out: dict[str, Any] = {"run_id": run.run_id, "transport": run.transport, "status": run.status,
-                           "problems": list(run.problems), "ok": False}
-    loop = (run.meta.get("experiment") or {}).get("loop")
+                           "problems": list(run.problems), "ok": False, "cell": exp.get("cell")}
+    loop = exp.get("loop")
     if loop is None or run.plant is None or run.controller is None:
         out["problems"].append("not analysable: metadata or records missing")
         return out
@@ -104,7 +105,7 @@ def analyse_loop_run(run: LoopRun) -> dict[str, Any]:
     r = loop["controller"]["reference"]
     rtt = (u_arrived.recv_ns - u_arrived.answer_stamp_ns) / 1e9
     out.update(
-        ok=True, samples=len(y), period_s=T, t=t.tolist(), y=y.tolist(), baseline_y=base.y.tolist(),
+        ok=True, samples=len(y), period_s=T, reference=r, t=t.tolist(), y=y.tolist(), baseline_y=base.y.tolist(),
         step=metrics.step_metrics(t, y), baseline_step=metrics.step_metrics(base.t, base.y),
         tracking=metrics.integral_errors(r - y, T), baseline_tracking=metrics.integral_errors(r - base.y, T),
         deviation=metrics.integral_errors(y - base.y, T),

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Iterable
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -78,6 +79,167 @@ def delay_histograms(runs: Iterable[dict], samples: dict[str, list[float]], path
     ax.grid(True, alpha=0.3)
     if samples:
         ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def delay_histograms_by_setting(samples: dict[str, dict[str, list[float]]], path: Path,
+                                xlabel: str = "one-way delay [ms]", title: str = "Loop message delay") -> Path:
+    """Histograms per transport, one panel per setting (sweep value) so that a sweep's
+    conditions are not pooled; ``samples`` is {setting: {transport: values}}."""
+    settings = list(samples) or ["—"]
+    fig, axes = plt.subplots(len(settings), 1, figsize=(7.5, 1.2 + 2.4 * len(settings)), dpi=110, squeeze=False)
+    for ax, setting in zip(axes[:, 0], settings):
+        for name, values in samples.get(setting, {}).items():
+            if len(values):
+                ax.hist(values, bins=50, histtype="step", lw=1.4, color=transport_color(name), label=name)
+        ax.set_ylabel("messages")
+        ax.grid(True, alpha=0.3)
+        if setting != "—":
+            ax.set_title(setting, fontsize=9, loc="left")
+        if samples.get(setting):
+            ax.legend(fontsize=8)
+    axes[-1, 0].set_xlabel(xlabel)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">"]
+
+
+def degradation_scatter(groups: list[dict], x_key: str, xlabel: str, path: Path, title: str,
+                        model: dict | None = None) -> Path:
+    """Degradation against a network number (delay or jitter), one point per condition at
+    the mean over its repetitions, bars spanning min–max over the repetitions, the single
+    runs as small dots; colour = transport, marker = setting. Upper panel IAE(y − baseline),
+    lower panel Δovershoot. Runs that did not settle are ringed in red. ``model`` (optional):
+    {"x": ms, "iae_dev_mVs": ..., "delta_overshoot_pp": ..., "label": ...} drawn as a grey line."""
+    from matplotlib.lines import Line2D  # noqa: PLC0415
+
+    fig, axes = plt.subplots(2, 1, figsize=(7.5, 6.4), dpi=110, sharex=True)
+    settings = list(dict.fromkeys(g["setting"] for g in groups))
+    panels = (("iae_dev_mVs", "IAE(y − baseline) [mV·s]"), ("delta_overshoot_pp", "Δovershoot vs baseline [pp]"))
+    hidden = 0
+    for ax, (y_key, ylabel) in zip(axes, panels):
+        overshoot = y_key == "delta_overshoot_pp"
+        if model is not None:
+            mx, my = np.asarray(model["x"], float), np.asarray(model[y_key], float)
+            if overshoot and "settled" in model:   # overshoot is only defined for a settled response
+                my = np.where(np.asarray(model["settled"], bool), my, np.nan)
+            ax.plot(mx, my, color="0.55", lw=1.6, ls="--", zorder=1)
+        for g in groups:
+            sx, sy = g["stats"][x_key], g["stats"][y_key]
+            if not (sx["n"] and sy["n"]):
+                continue
+            if overshoot and g["verdicts"].get("unstable") == g["n"]:
+                hidden += 1
+                continue
+            color = transport_color(g["transport"])
+            marker = MARKERS[settings.index(g["setting"]) % len(MARKERS)]
+            ax.errorbar(sx["mean"], sy["mean"], xerr=[[sx["mean"] - sx["min"]], [sx["max"] - sx["mean"]]],
+                        yerr=[[sy["mean"] - sy["min"]], [sy["max"] - sy["mean"]]], fmt=marker, color=color,
+                        ms=7, mec="black", mew=0.6, capsize=3, lw=1.1, zorder=3)
+            for r in g["runs"]:
+                x, y = r.get(x_key), r.get(y_key)
+                if x is None or y is None:
+                    continue
+                ax.plot([x], [y], ".", color=color, ms=3.5, alpha=0.7, zorder=2)
+                if r.get("verdict") != "settled":
+                    ax.plot([x], [y], "o", mfc="none", mec="#D00000", ms=11, mew=1.4, zorder=4)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+    iae = [r.get("iae_dev_mVs") for g in groups for r in g["runs"]]
+    iae = np.array([v for v in iae if v is not None and np.isfinite(v) and v > 0])
+    if iae.size and iae.max() > 100 * iae.min():      # spans decades: a log axis keeps the small ones visible
+        axes[0].set_yscale("log")
+        axes[0].set_ylim(bottom=iae.min() / 3)
+        axes[0].set_ylabel("IAE(y − baseline) [mV·s], log scale")
+    if hidden:
+        axes[1].text(0.99, 0.97, f"{hidden} condition(s) with only unstable runs not shown (overshoot undefined)",
+                     transform=axes[1].transAxes, ha="right", va="top", fontsize=7.5, color="#D00000")
+    axes[-1].set_xlabel(xlabel)
+    axes[0].set_title(title)
+    handles = [Line2D([], [], color=transport_color(t), marker="o", ls="", mec="black", mew=0.6, label=t)
+               for t in dict.fromkeys(g["transport"] for g in groups)]
+    if len(settings) > 1 or settings[:1] != ["—"]:
+        handles += [Line2D([], [], color="0.4", marker=MARKERS[i % len(MARKERS)], ls="", label=s)
+                    for i, s in enumerate(settings)]
+    if model is not None:
+        handles.append(Line2D([], [], color="0.55", ls="--", label=model.get("label", "model")))
+    if any(r.get("verdict") != "settled" for g in groups for r in g["runs"]):
+        handles.append(Line2D([], [], marker="o", mfc="none", mec="#D00000", ls="", ms=9,
+                              label="did not settle / unstable"))
+    handles.append(Line2D([], [], color="0.3", marker="o", ls="-", lw=1, ms=5,
+                          label="mean, bars min–max over repetitions"))
+    axes[0].legend(handles=handles, fontsize=7.5, loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def prediction_overlay(predictions: list[dict], path: Path, title: str = "Predicted vs measured") -> Path:
+    """Measured y (transport colour) and the response predicted from the run's own measured
+    delays (black dashed) on top; below, the prediction error ŷ − y in mV for the prediction
+    (solid) and for the median delay alone (dashed, lighter)."""
+    preds = [p for p in predictions if p.get("ok")]
+    fig, (ax, err) = plt.subplots(2, 1, figsize=(7.5, 5.6), dpi=110, sharex=True,
+                                  gridspec_kw={"height_ratios": [3, 1.6]})
+    seen = set()
+    for i, p in enumerate(preds):
+        color = transport_color(p["transport"])
+        ax.step(p["t"], p["y"], where="post", color=color, lw=1.4, alpha=0.85,
+                label=p["transport"] if p["transport"] not in seen else None, zorder=2)
+        seen.add(p["transport"])
+        ax.step(p["t"], p["modes"]["measured"]["y_hat"], where="post", color="black", lw=0.9, ls="--",
+                label="predicted from measured delays" if i == 0 else None, zorder=3)
+        for mode, ls, lw, alpha, label in (("mean_delay", (0, (4, 2)), 0.9, 0.6, "ŷ − y, median delay only"),
+                                           ("measured", "-", 1.6, 1.0, "ŷ − y, measured delays (the prediction)")):
+            e = [1e3 * (a - b) for a, b in zip(p["modes"][mode]["y_hat"], p["y"])]
+            err.step(p["t"], e, where="post", color=color, lw=lw, ls=ls, alpha=alpha,
+                     label=label if i == 0 else None)
+    ax.set_ylabel("capacitor voltage y = Vc [V]")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    if preds:
+        ax.legend(loc="lower right", fontsize=8)
+        err.legend(loc="upper right", fontsize=7)
+    err.axhline(0.0, color="0.55", lw=0.8)
+    err.set_xlabel("time since the first sample [s]")
+    err.set_ylabel("ŷ − y [mV]")
+    err.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def compare_overlay(pairs: list[tuple[str, list[dict], list[dict]]], labels: tuple[str, str], path: Path,
+                    title: str = "Step response, A vs B") -> Path:
+    """One panel per (name, runs of A, runs of B): A solid, B dashed, in the transport's
+    colour, over the local baseline (grey, of the first run shown)."""
+    n = max(1, len(pairs))
+    fig, axes = plt.subplots(n, 1, figsize=(7.5, 1.4 + 2.6 * n), dpi=110, sharex=True, squeeze=False)
+    for ax, (name, runs_a, runs_b) in zip(axes[:, 0], pairs):
+        ref = next((r for r in runs_a + runs_b if r.get("ok")), None)
+        if ref is not None:
+            ax.step(ref["t"], ref["baseline_y"], where="post", color="0.55", lw=4.0, alpha=0.5,
+                    label="local baseline", zorder=1)
+        for runs, ls, label in ((runs_a, "-", labels[0]), (runs_b, "--", labels[1])):
+            for i, r in enumerate(x for x in runs if x.get("ok")):
+                ax.step(r["t"], r["y"], where="post", color=transport_color(r["transport"]), ls=ls, lw=1.1,
+                        label=f"{label}" if i == 0 else None, zorder=3)
+        ax.set_title(name, fontsize=9, loc="left")
+        ax.set_ylabel("y = Vc [V]")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="lower right", fontsize=7.5)
+    axes[-1, 0].set_xlabel("time since the first sample [s]")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

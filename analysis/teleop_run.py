@@ -119,6 +119,9 @@ def teleop_section(run_dirs: list[Path], fig_dir: Path) -> list[str]:
     good = [r for r in runs if r["ok"] and r["status"] == "complete"]
     local = [r for r in good if r["local"]]
     md = ["## Teleoperation trial: steps against the local baseline", ""]
+    if not good:
+        return md + ["No complete teleop run to show: " + "; ".join(
+            f"`{r['run_id']}` ({r['status']}: {'; '.join(r['problems']) or 'not complete'})" for r in runs), ""]
     for key, unit, label in (("speed", "m/s", "speed"), ("heading", "rad", "heading")):
         series = []
         for r in good:

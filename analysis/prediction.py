@@ -1,0 +1,166 @@
+"""Predicting a run's response from the delays its own messages measured.
+
+For every RLC loop run, the actuation trace is read from ``records/plant.csv``: sample k's
+stamp (the instant the plant evaluated y(k)) and the arrival at the plant of the u that
+answers k. Replaying that trace through :func:`baseline.simulate_loop` (the exact ZOH model
+of the circuit, the controller's law, rlc_plant's "drop older actuations" rule) gives the
+response the loop *should* have had if delay and loss were all that happened. The
+difference to the measured response is the prediction error:
+
+- ``rms_mV``, ``max_mV``: RMS and max of |y - y_hat| over the samples [mV]
+- ``delta_overshoot_pp``: overshoot(y_hat) - overshoot(y) [percentage points]
+
+Three replays are made, each adding one effect, so the report can say what explains a run:
+
+- ``mean_delay``: every actuation delayed by the run's median loop delay, samples at k T
+  (the loop's mean delay alone, same losses);
+- ``delays``: each sample's own measured delay, samples at k T (delay and its jitter);
+- ``measured`` (**the prediction**): each sample's own delay at the real sampling instants
+  (delay, jitter and the sensor's own timing). A u that never arrived, or arrived but was
+  dropped as stale, updates nothing.
+
+Threshold: a prediction with ``rms_mV`` > :data:`RMS_THRESHOLD_MV` (5 mV; the steady state is
+0.5 V, so 1 % of it, and about a third of the RMS deviation that 10 ms of extra loop delay
+causes) means something other than the measured delay and loss shaped the response (clock
+or scheduling effects in the nodes, a controller that saw different samples than the plant
+sent, a model that is not the plant's): the report states it as a finding. On an intact run
+of the netloop plant the prediction is exact to rounding (about 1e-12 V): the plant is the
+same exact model, so any error is a finding about the run, not noise.
+
+Limits: a sample lost on the way to the controller is treated like a lost actuation; for a
+P controller that is exact, for I or D terms the replayed controller still sees that sample.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import baseline, metrics
+from .loop_run import LoopRun
+from .records import Events
+
+#: RMS prediction error [mV] above which a run is "not explained by delay and loss".
+RMS_THRESHOLD_MV = 5.0
+
+MODES = ("measured", "delays", "mean_delay")
+MODE_LABELS = {"measured": "measured delays, real sample times (the prediction)",
+               "delays": "measured delays, nominal sample times k·T",
+               "mean_delay": "median delay only, nominal sample times"}
+
+
+@dataclass
+class ActuationTrace:
+    """Per sample k of a run: its instant, the measured y, and its actuation's fate."""
+
+    times: np.ndarray    # sample instants [s] from the first sample (plant clock)
+    y: np.ndarray        # measured y(k) [V]
+    delays: np.ndarray   # stamp(k) -> arrival of the u answering k at the plant [s]; inf when none applied
+    seqs: np.ndarray     # sequence number of that u (-1 when none)
+    stale: np.ndarray    # a u answering k arrived but the plant dropped it as older
+    unmatched: int = 0   # actuations answering a sample that is not in the record
+
+    @property
+    def lost(self) -> np.ndarray:
+        return ~np.isfinite(self.delays)
+
+
+def actuation_trace(plant: Events) -> ActuationTrace:
+    """The per-sample actuation trace from the plant's record (one clock: the plant's)."""
+    y = plant.select("tx", "y")
+    if len(y) == 0:
+        raise ValueError("no samples in the plant's record")
+    t0 = int(y.stamp_ns[0])
+    times = (y.stamp_ns - t0) / 1e9
+    index = {int(s): i for i, s in enumerate(y.seq.tolist())}
+    n = len(y)
+    delays, seqs, stale = np.full(n, np.inf), np.full(n, -1, np.int64), np.zeros(n, bool)
+    unmatched = 0
+    for kind in ("rx", "stale"):
+        u = plant.select(kind, "u")
+        for answer, seq, recv in zip(u.answer_seq.tolist(), u.seq.tolist(), u.recv_ns.tolist()):
+            k = index.get(int(answer))
+            if k is None:
+                unmatched += 1
+            elif kind == "stale":
+                stale[k] = True
+            elif not np.isfinite(delays[k]):
+                delays[k], seqs[k] = (recv - t0) / 1e9 - times[k], seq
+    return ActuationTrace(times, y.value.astype(float), delays, seqs, stale, unmatched)
+
+
+def replay(loop: dict, trace: ActuationTrace, mode: str = "measured") -> np.ndarray:
+    """y_hat(k) for one of :data:`MODES`."""
+    lost = trace.lost
+    delays = np.where(lost, 0.0, trace.delays)
+    nominal = np.arange(len(trace.times)) * loop["plant"]["period"]
+    if mode == "measured":
+        times = trace.times
+    elif mode == "delays":
+        times = nominal
+    elif mode == "mean_delay":
+        times = nominal
+        delays = np.full(len(delays), float(np.median(delays[~lost])) if (~lost).any() else 0.0)
+    else:
+        raise ValueError(f"unknown replay mode {mode!r}")
+    # Applied actuations keep their own sequence numbers, so rlc_plant's ordering rule
+    # applies to them exactly as it did in the run.
+    return baseline.simulate_loop(loop, delays, lost=lost, sample_times=times, seqs=trace.seqs).y
+
+
+def prediction_error(t, y, y_hat) -> dict[str, float]:
+    e = (np.asarray(y_hat, float) - np.asarray(y, float)) * 1e3
+    measured, predicted = metrics.step_metrics(t, y), metrics.step_metrics(t, y_hat)
+    return {"rms_mV": float(np.sqrt(np.mean(e * e))), "max_mV": float(np.max(np.abs(e))),
+            "overshoot": predicted["Overshoot"],
+            "delta_overshoot_pp": predicted["Overshoot"] - measured["Overshoot"]}
+
+
+def analyse_prediction(run: LoopRun, threshold_mv: float = RMS_THRESHOLD_MV) -> dict[str, Any]:
+    """The prediction of one loop run and its error (``ok`` false, with a reason, when the
+    run cannot be replayed). Never raises for a broken run."""
+    out: dict[str, Any] = {"run_id": run.run_id, "transport": run.transport, "ok": False, "problems": [],
+                           "threshold_mV": threshold_mv}
+    loop = (run.meta.get("experiment") or {}).get("loop")
+    if not loop or loop.get("type", "rlc") != "rlc":
+        out["problems"].append("no prediction: not an RLC loop run (or metadata missing)")
+        return out
+    if run.plant is None:
+        out["problems"].append("no prediction: records/plant.csv unreadable or missing")
+        return out
+    try:
+        trace = actuation_trace(run.plant)
+    except ValueError as err:
+        out["problems"].append(f"no prediction: {err}")
+        return out
+    if len(trace.times) < 3:
+        out["problems"].append(f"no prediction: only {len(trace.times)} samples")
+        return out
+    try:
+        modes = {}
+        for mode in MODES:
+            y_hat = replay(loop, trace, mode)
+            modes[mode] = prediction_error(trace.times, trace.y, y_hat) | {"y_hat": y_hat.tolist()}
+    except Exception as err:  # a malformed configuration in the metadata, say
+        out["problems"].append(f"no prediction: replay failed ({type(err).__name__}: {err})")
+        return out
+    main = modes["measured"]
+    out.update(ok=True, samples=len(trace.times), t=trace.times.tolist(), y=trace.y.tolist(),
+               lost=int(trace.lost.sum()), stale=int(trace.stale.sum()), unmatched=trace.unmatched,
+               loop_delay_median_ms=float(np.median(trace.delays[~trace.lost]) * 1e3) if (~trace.lost).any()
+               else math.nan,
+               rms_mV=main["rms_mV"], max_mV=main["max_mV"], delta_overshoot_pp=main["delta_overshoot_pp"],
+               explained=bool(main["rms_mV"] <= threshold_mv), modes=modes)
+    return out
+
+
+def finding(p: dict) -> str | None:
+    """The sentence the report writes for a run the prediction does not explain."""
+    if not p.get("ok") or p["explained"]:
+        return None
+    return (f"`{p['run_id']}`: replaying its measured delays misses the measured response by "
+            f"{p['rms_mV']:.1f} mV RMS (max {p['max_mV']:.1f} mV, overshoot {p['delta_overshoot_pp']:+.2f} pp), "
+            f"above the {p['threshold_mV']:g} mV threshold: something other than delay and loss shaped this run "
+            f"(clock or scheduling effects in the nodes, or a controller that saw other samples than the plant sent).")
