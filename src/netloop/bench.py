@@ -123,6 +123,8 @@ def _md(results: dict[str, Any]) -> str:
                   "worst 1 s window | CPU [share of a core] |", "|---|---|---|---|---|---|---|",
                   f"| {sim['physics_step_ms']:.3f} | {sim['camera_frame_ms']:.2f} | {sim['jpeg_encode_ms']:.2f} | "
                   f"{sim['scan_ms']:.2f} | {sim['rtf']:.3f} | {sim['rtf_window_min']:.3f} | {sim['cpu_share']:.2f} |", ""]
+    lines += ["## Relay transports", "", "```", json.dumps(results.get("relays", {}), indent=1, default=str)[:6000],
+              "```", ""]
     return "\n".join(lines)
 
 
@@ -161,6 +163,8 @@ def main(out: Path) -> int:
         results["testbed"] = testbed_figures()
         print("bench: simulator ...", flush=True)
         results["simulator"] = _optional("netloop.sim.bench", "simulator")
+        print("bench: relay transports ...", flush=True)
+        results["relays"] = _optional("netloop.transports.bench", "relay transports")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["seconds"] = round(time.monotonic() - started, 1)

@@ -74,7 +74,7 @@ EXPERIMENT = Map({
                          "loop.controller.K) -> list of values; every combination is a cell",
                  extra=List(Any_(), min_len=1, unique=True)),
     "loop": LOOP,
-    "flows": List(flow_schema(transport_names), [], "perturbing flows sharing the link"),
+    "flows": List(flow_schema(), [], "perturbing flows sharing the link"),
     "duration": Num(None, "seconds a run lasts when no loop or count ends it", gt=0),
     "run_timeout": Num(120.0, "a run taking longer than this [s] is stopped and marked failed", gt=0),
     "keep_going": Bool(True, "go on with the other runs when one fails"),

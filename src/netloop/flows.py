@@ -28,7 +28,7 @@ from .schema import ConfigError, Enum, Int, Map, Num, Str
 FLOW_KINDS = ["generic", "camera", "lidar_bag", "topic"]
 
 
-def flow_schema(transport_names) -> Map:
+def flow_schema() -> Map:
     return Map({
         "name": Str(doc="flow name (letters, digits, _); topic /flows/<name>"),
         "kind": Enum(FLOW_KINDS, "generic", "what is published (see below)", what="flow kind"),
@@ -39,8 +39,9 @@ def flow_schema(transport_names) -> Map:
         "period": Num(0.1, "seconds between messages", gt=0, le=3600),
         "count": Int(0, "messages to send; 0 = until the run ends", ge=0),
         "start_delay": Num(1.0, "seconds between the subscriber connecting and the first message", ge=0),
-        "transport": Enum(lambda: ["same"] + list(transport_names()), "same",
-                          "ROS transport of this flow; 'same' = the run's transport decides", what="transport"),
+        "transport": Enum(["same", "tcp", "tcp_nodelay", "udp"], "same",
+                          "ROS transport of this flow's subscriber; 'same' = the run's transport decides",
+                          what="flow transport"),
         "width": Int(320, "camera: image width [px]", ge=8, le=8192),
         "height": Int(240, "camera: image height [px]", ge=8, le=8192),
         "encoding": Enum(["jpeg", "raw"], "jpeg", "camera: CompressedImage (jpeg) or Image (raw rgb8)"),

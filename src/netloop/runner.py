@@ -246,6 +246,7 @@ def run_cell(cfg: dict, run_dir: Path, log: Callable[[str], None] = print) -> di
                 options=cfg["transport_options"].get(transport.name, {}),
                 link_mbit=link_capacity_mbit(link)))
             stack.callback(transport.stop)
+            meta.update(transport=transport.metadata())  # what actually ran (implementation, stats files)
 
             finite, connections = _start_flows(hosts, cfg, transport, run_dir)
             plant = None  # the process whose end ends the run (the plant, or the teleop trial)

@@ -9,10 +9,25 @@ Implementations here:
     TCP_NODELAY, and UDPROS (roscpp only), requested by the subscriber (:class:`RosTransport`).
   - ``udp/tcp_nodelay``: UDPROS for small messages and TCP_NODELAY for large ones, chosen
     per topic by message size (:class:`MixedRosTransport`).
+
+Relay transports (``multi_master = True``: one ROS master per host; the runner calls
+``start(ctx)`` before the nodes; every relay reports statistics on /netloop_relay/stats
+and in ``records/relay_<process>_stats.jsonl``; ``runs/<id>/transport.json`` records what ran):
+  - ``nimbro``, ``nimbro_mixed``: nimbro_topic_transport's sender/receiver pairs (the real
+    package when installed, else netloop's ``nimbro_relay``): every topic over UDP
+    (fragmented to the MTU, reassembled, incomplete messages dropped after a timeout), or
+    small topics over UDP and large ones (> 16 KiB) over TCP (:mod:`.nimbro`).
+  - ``multimaster``: discovery + master synchronisation (multimaster_fkie when installed,
+    else :mod:`.mm_sync`); subscribers connect directly to remote publishers (:mod:`.multimaster`).
+  - ``priority``: the Pound scheme, one paced UDP relay per host with one queue ordered by
+    topic priority, priorities changeable at run time (:mod:`.priority`).
 """
 from __future__ import annotations
 
 from .base import CrossingTopic, Transport, TransportContext
+from .multimaster import MultimasterTransport
+from .nimbro import NimbroTransport
+from .priority import PriorityTransport
 from .ros import MixedRosTransport, RosTransport
 
 _REGISTRY: dict[str, Transport] = {t.name: t for t in (
@@ -21,6 +36,11 @@ _REGISTRY: dict[str, Transport] = {t.name: t for t in (
     RosTransport("udp", "UDPROS (roscpp only), datagrams of at most 1400 bytes"),
     MixedRosTransport("udp/tcp_nodelay", "udp", "tcp_nodelay", 16384,
                       "UDPROS for messages up to 16 KiB (loop, laser), TCP_NODELAY for larger ones (images)"),
+    NimbroTransport("nimbro", False, "nimbro_topic_transport: every topic over UDP, fragmented to the MTU"),
+    NimbroTransport("nimbro_mixed", True,
+                    "nimbro_topic_transport, the paper's Nimbro*: messages up to 16 KiB over UDP, larger over TCP"),
+    MultimasterTransport(),
+    PriorityTransport(),
 )}
 
 
@@ -37,4 +57,5 @@ def get_transport(name: str) -> Transport:
         raise KeyError(f"unknown transport {name!r}; allowed: {', '.join(_REGISTRY)}") from None
 
 
-__all__ = ["CrossingTopic", "Transport", "TransportContext", "RosTransport", "MixedRosTransport", "transport_names", "get_transport"]
+__all__ = ["CrossingTopic", "Transport", "TransportContext", "RosTransport", "MixedRosTransport", "NimbroTransport",
+           "MultimasterTransport", "PriorityTransport", "transport_names", "get_transport"]

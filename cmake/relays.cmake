@@ -1,0 +1,31 @@
+# Relay transports (issue 4): nimbro-like UDP/TCP topic relays and the Pound priority relay
+# (src/relays/), on a ROS-free wire library (decoders, reassembly, priority queue, pacing)
+# that the gtest below and the libFuzzer target in test/fuzz/ exercise (test/fuzz/run_fuzz.sh
+# builds that one with clang; test/test_transport_fuzz.py runs it for a bounded time).
+# Needs zlib (Debian: zlib1g-dev).
+find_package(ZLIB REQUIRED)
+
+add_library(netloop_relay_wire src/relays/relay_wire.cpp)
+target_include_directories(netloop_relay_wire PUBLIC ${PROJECT_SOURCE_DIR}/src/relays)
+target_link_libraries(netloop_relay_wire ZLIB::ZLIB)
+
+add_library(netloop_relay_ros src/relays/relay_ros.cpp)
+target_link_libraries(netloop_relay_ros netloop_relay_wire netloop_core ${catkin_LIBRARIES})
+add_dependencies(netloop_relay_ros ${PROJECT_NAME}_generate_messages_cpp)
+
+install(TARGETS netloop_relay_wire netloop_relay_ros
+  ARCHIVE DESTINATION ${CATKIN_PACKAGE_LIB_DESTINATION}
+  LIBRARY DESTINATION ${CATKIN_PACKAGE_LIB_DESTINATION})
+
+foreach(node nimbro_relay priority_relay)
+  add_executable(${node} src/relays/${node}.cpp)
+  target_link_libraries(${node} netloop_relay_ros netloop_relay_wire netloop_core ${catkin_LIBRARIES} pthread)
+  add_dependencies(${node} ${PROJECT_NAME}_generate_messages_cpp)
+  install(TARGETS ${node} RUNTIME DESTINATION ${CATKIN_PACKAGE_BIN_DESTINATION})
+endforeach()
+
+# The wire library's gtest joins the package's C++ test binary (run by `make test-cpp`).
+if(TARGET netloop_cpp_tests)
+  target_sources(netloop_cpp_tests PRIVATE src/relays/test_relay_wire.cpp)
+  target_link_libraries(netloop_cpp_tests netloop_relay_wire)
+endif()

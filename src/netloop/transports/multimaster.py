@@ -1,0 +1,123 @@
+"""``multimaster``: one ROS master per host, kept in sync (multimaster_fkie's scheme).
+
+Each host runs a discovery + sync process next to its master. The hosts find each other by
+multicast heartbeats (with unicast to the other hosts' addresses as the fallback where
+multicast does not work or does not reach, e.g. the ends of a two-hop chain), and each
+sync registers the remote publishers and subscribers of the experiment's crossing topics
+in its local master (registerPublisher / registerSubscriber with the remote node's
+XML-RPC URI). Nothing relays the data: the local master tells a subscriber about the
+remote publisher, and the subscriber connects to it directly over TCPROS or UDPROS, as
+``ros_transport`` says (``tcp_nodelay`` by default; ``udp``; ``tcp``; ``mixed`` = UDPROS up
+to 16 KiB, TCP_NODELAY above). A peer that disappears is unsynchronised after
+``peer_timeout`` and synchronised again when it comes back.
+
+Implementations: ``fkie_master_discovery`` + ``fkie_master_sync`` when installed (ROS
+Noetic), started with generated parameters (``mcast_group``, ``mcast_port``,
+``robot_hosts``, ``heartbeat_hz``, ``sync_topics``, ...); otherwise netloop's own
+:mod:`netloop.transports.mm_sync` (Python), which also reports statistics on
+/netloop_relay/stats and in records/relay_mm_sync_<host>_stats.jsonl.
+"""
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Any, Callable
+
+from ..schema import Enum, Int, List, Map, Num, Str
+from .base import CrossingTopic, TransportContext
+from .relay_common import (SMALL_MESSAGE_BYTES, RelayTransport, TransportError, find_ros_package, host_ports,
+                           python_module_argv, ros_executable)
+
+OPTIONS = Map({
+    "implementation": Enum(["auto", "own", "fkie"], "auto",
+                           "multimaster_fkie when installed (auto), or netloop's own discovery + sync"),
+    "discovery": Enum(["auto", "multicast", "static"], "auto",
+                      "multicast heartbeats; static = unicast to the other hosts; auto = multicast, with unicast "
+                      "to the hosts multicast has not found"),
+    "mcast_group": Str("239.255.77.1", "multicast group of the heartbeats"),
+    "mcast_port": Int(11511, "UDP port of the multicast heartbeats", ge=1024, le=65535),
+    "port": Int(11611, "unicast heartbeat port of each host", ge=1024, le=65000),
+    "heartbeat_hz": Num(5.0, "heartbeats per second", gt=0, le=100),
+    "peer_timeout": Num(2.0, "a host not heard for this long [s] is unsynchronised", gt=0, le=600),
+    "static_after": Num(1.0, "auto: unicast to hosts multicast has not found after this long [s]", ge=0, le=600),
+    "sync_interval": Num(0.2, "seconds between two synchronisations", gt=0, le=60),
+    "ros_transport": Enum(["tcp_nodelay", "tcp", "udp", "mixed"], "tcp_nodelay",
+                          "what subscribers ask the remote publishers for"),
+    "sync_topics": List(Str(), [], "topics to synchronise (default: the experiment's crossing topics)"),
+})
+
+
+def fkie_installed() -> bool:
+    return all(find_ros_package(p) is not None for p in ("fkie_master_discovery", "fkie_master_sync"))
+
+
+def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int],
+         options: dict[str, Any], implementation: str, records: Path,
+         fkie_binary: Callable[[str, str], Path | None] = ros_executable) -> list[dict[str, Any]]:
+    """The processes to start on each host: [{name, host, argv, params, own}]. Pure, for tests."""
+    hosts = list(address)
+    sync_topics = sorted(options["sync_topics"] or {t.topic for t in topics})
+    peers = [{"host": h, "address": address[h], "port": ports[h]} for h in hosts]
+    domain = f"{records.parent.name}-{zlib.crc32(str(records).encode()):08x}"  # this run's syncs only
+    out = []
+    for h in hosts:
+        if implementation == "fkie":
+            disc = fkie_binary("fkie_master_discovery", "master_discovery")
+            sync = fkie_binary("fkie_master_sync", "master_sync")
+            if disc is None or sync is None:
+                raise TransportError("multimaster_fkie is installed without its master_discovery/master_sync nodes")
+            others = [address[o] for o in hosts if o != h]
+            discovery = {"mcast_group": options["mcast_group"], "mcast_port": options["mcast_port"],
+                         "heartbeat_hz": options["heartbeat_hz"], "robot_hosts": others,
+                         "send_mcast": options["discovery"] != "static",
+                         "listen_mcast": options["discovery"] != "static",
+                         "rpc_port": ports[h], "rosmaster_hz": 5, "remove_after": 300}
+            out.append({"name": f"master_discovery_{h}", "host": h,
+                        "argv": [str(disc), f"__name:=master_discovery_{h}"], "params": discovery, "own": False})
+            out.append({"name": f"master_sync_{h}", "host": h, "argv": [str(sync), f"__name:=master_sync_{h}"],
+                        "params": {"sync_topics": sync_topics, "sync_hosts": [], "ignore_hosts": [],
+                                   "sync_topics_on_demand": False, "resync_on_reconnect": True,
+                                   "resync_on_reconnect_timeout": 0, "sync_remote_nodes": False,
+                                   "check_host": True}, "own": False})
+        else:
+            name = f"mm_sync_{h}"
+            out.append({"name": name, "host": h, "argv": python_module_argv("netloop.transports.mm_sync", name),
+                        "params": {"host": h, "address": address[h], "domain": domain,
+                                   "discovery": options["discovery"],
+                                   "mcast_group": options["mcast_group"], "mcast_port": options["mcast_port"],
+                                   "port": ports[h], "peers": peers,
+                                   "allowed_peers": sorted(set(address.values())),
+                                   "heartbeat_hz": options["heartbeat_hz"], "peer_timeout": options["peer_timeout"],
+                                   "static_after": options["static_after"], "sync_interval": options["sync_interval"],
+                                   "sync_topics": sync_topics, "stats_path": str(records / f"relay_{name}_stats.jsonl")},
+                        "own": True})
+    return out
+
+
+class MultimasterTransport(RelayTransport):
+    name = "multimaster"
+    description = "one master per host, synchronised (multimaster_fkie's scheme); nodes connect directly"
+    options_schema = OPTIONS
+
+    def detect_implementation(self) -> str:
+        return "fkie" if fkie_installed() else "own"
+
+    def subscriber_transport(self, topic, message_bytes=None):
+        choice = (self.options or {}).get("ros_transport", "tcp_nodelay")
+        if choice == "mixed":
+            return "udp" if message_bytes is None or message_bytes <= SMALL_MESSAGE_BYTES else "tcp_nodelay"
+        return choice
+
+    def start(self, ctx: TransportContext) -> None:
+        options = self._begin(ctx)
+        impl = options["implementation"]
+        if impl == "auto":
+            impl = self.detect_implementation()
+        elif impl == "fkie" and not fkie_installed():
+            raise TransportError("transport_options.multimaster.implementation is 'fkie' but fkie_master_discovery/"
+                                 "fkie_master_sync are not installed")
+        self.implementation = impl
+        ports = host_ports(ctx, options["port"])
+        for spec in plan(ctx.topics, ctx.address, ports, options, impl, Path(ctx.run_dir) / "records"):
+            self._launch(spec)
+        self._write_record()

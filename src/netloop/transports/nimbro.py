@@ -1,0 +1,182 @@
+"""``nimbro`` and ``nimbro_mixed``: topic relays with nimbro_topic_transport's semantics.
+
+One ROS master per host. For every pair of hosts a topic crosses, a *sender* on the
+publisher's host subscribes the topic (any type), serializes each message, optionally
+compresses it and limits its rate, and sends it to a *receiver* on the subscriber's host,
+which republishes it with the original type for the local subscribers:
+
+  ``nimbro``        every topic over UDP: each message cut into datagrams that fit one
+                    1500-byte IP packet, reassembled at the receiver (incomplete messages
+                    dropped after ``reassembly_timeout``);
+  ``nimbro_mixed``  the paper's "Nimbro*": topics whose messages are at most
+                    ``threshold_bytes`` (16 KiB: the loop, a laser) over UDP, larger ones
+                    (images) over TCP.
+
+Per topic (``transport_options: {nimbro: {topics: {/flows/image: {rate: 5, compress: true,
+protocol: tcp}}}}``): ``rate`` [Hz] drops messages over the rate, ``compress`` zlib (bz2 in
+nimbro), ``protocol`` forces UDP or TCP.
+
+Implementations: when ``nimbro_topic_transport`` is installed (ROS Noetic:
+/opt/ros/noetic/share/nimbro_topic_transport), its ``udp_sender``/``udp_receiver``,
+``tcp_sender``/``tcp_receiver`` nodes are started with generated parameters
+(``destination_addr``, ``destination_port``, ``port``, ``topics: [{name, rate, compress,
+type}]``); nimbro's receivers advertise a topic only when its first message arrives, so a
+placeholder publisher (``flow_sink`` in relay mode, which never publishes) advertises each
+relayed topic at start, so that the loop's plant sees its ``u`` publisher and starts.
+Otherwise (always on Debian 12) netloop's own ``nimbro_relay`` (src/relays/nimbro_relay.cpp)
+with the same semantics, which also advertises at start from the type given in its
+configuration and reports statistics (/netloop_relay/stats, records/relay_<node>_stats.jsonl).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import paths
+from ..schema import Bool, Enum, Int, Map, Num
+from .base import CrossingTopic, TransportContext
+from .relay_common import (SMALL_MESSAGE_BYTES, RelayTransport, TransportError, find_ros_package, host_ports,
+                           message_type, ros_executable)
+
+NIMBRO_PACKAGE = "nimbro_topic_transport"
+
+TOPIC_OPTIONS = Map({
+    "rate": Num(0.0, "at most this many messages per second (0 = no limit); more are dropped", ge=0),
+    "compress": Bool(False, "compress each message (zlib here, bz2 in nimbro_topic_transport)"),
+    "protocol": Enum(["auto", "udp", "tcp"], "auto", "force UDP or TCP for this topic"),
+}, default={})
+
+OPTIONS = Map({
+    "implementation": Enum(["auto", "own", "nimbro"], "auto",
+                           "nimbro_topic_transport when installed (auto), or netloop's own relay"),
+    "port": Int(17100, "UDP receiver port on each host; the TCP receiver listens on port + 1", ge=1024, le=65000),
+    "mtu": Int(1500, "IP packet size the datagrams are cut to", ge=576, le=65535),
+    "threshold_bytes": Int(SMALL_MESSAGE_BYTES, "nimbro_mixed: larger messages go over TCP", ge=0),
+    "reassembly_timeout": Num(0.5, "an incomplete UDP message is dropped after this many seconds", gt=0, le=60),
+    "max_message_bytes": Int(16 << 20, "larger messages are refused by the receivers", ge=1024, le=1 << 30),
+    "topics": Map({}, {}, "per topic: {rate, compress, protocol}", extra=TOPIC_OPTIONS),
+})
+
+
+def nimbro_installed() -> bool:
+    return find_ros_package(NIMBRO_PACKAGE) is not None and ros_executable(NIMBRO_PACKAGE, "udp_sender") is not None
+
+
+def topic_protocol(topic: CrossingTopic, options: dict[str, Any], mixed: bool) -> str:
+    forced = options["topics"].get(topic.topic, {}).get("protocol", "auto")
+    if forced != "auto":
+        return forced
+    return "tcp" if mixed and topic.message_bytes > options["threshold_bytes"] else "udp"
+
+
+def _safe(name: str) -> str:
+    return name.strip("/").replace("/", "_") or "root"
+
+
+def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int], options: dict[str, Any],
+         mixed: bool, implementation: str, records: Path,
+         node_binary: Callable[[str], Path] = paths.node_binary,
+         nimbro_binary: Callable[[str], Path | None] = lambda n: ros_executable(NIMBRO_PACKAGE, n),
+         type_of: Callable[[str], dict | None] = message_type) -> list[dict[str, Any]]:
+    """The processes to start: [{name, host, argv, params, own}] — receivers first, then
+    senders (then, for nimbro_topic_transport, the placeholder publishers). Pure: it starts
+    nothing, so the configuration generated for the real nimbro is tested here too."""
+    receivers: dict[tuple[str, str], list[CrossingTopic]] = {}
+    senders: dict[tuple[str, str, str], list[CrossingTopic]] = {}
+    for t in topics:
+        proto = topic_protocol(t, options, mixed)
+        receivers.setdefault((t.dest_host, proto), []).append(t)
+        senders.setdefault((t.source_host, t.dest_host, proto), []).append(t)
+
+    def port_of(host: str, proto: str) -> int:
+        return ports[host] + (1 if proto == "tcp" else 0)
+
+    def topic_entry(t: CrossingTopic, full_type: bool) -> dict[str, Any]:
+        opts = options["topics"].get(t.topic, {})
+        entry: dict[str, Any] = {"name": t.topic}
+        if opts.get("rate"):
+            entry["rate"] = float(opts["rate"])
+        if opts.get("compress"):
+            entry["compress"] = True
+        entry["type"] = t.datatype
+        if full_type:
+            info = type_of(t.datatype)
+            if info:
+                entry.update(md5=info["md5"], definition=info["definition"])
+            else:
+                del entry["type"]  # learnt from the sender's announcement
+        return entry
+
+    def binary(role: str) -> str:
+        if implementation == "own":
+            return str(node_binary("nimbro_relay"))
+        exe = nimbro_binary(role)
+        if exe is None:
+            raise TransportError(f"{NIMBRO_PACKAGE} has no executable '{role}'")
+        return str(exe)
+
+    out = []
+    for (host, proto), ts in sorted(receivers.items()):
+        name = f"nimbro_{proto}_receiver_{host}"
+        params: dict[str, Any] = {"port": port_of(host, proto)}
+        if implementation == "own":
+            params.update(role=f"{proto}_receiver", address=address[host],
+                          allowed_peers=sorted({address[t.source_host] for t in ts}),
+                          topics=[topic_entry(t, True) for t in ts],
+                          reassembly_timeout=options["reassembly_timeout"],
+                          max_message_bytes=options["max_message_bytes"],
+                          stats_path=str(records / f"relay_{name}_stats.jsonl"))
+        out.append({"name": name, "host": host, "argv": [binary(f"{proto}_receiver"), f"__name:={name}"],
+                    "params": params, "own": implementation == "own"})
+    for (src, dst, proto), ts in sorted(senders.items()):
+        name = f"nimbro_{proto}_sender_{src}_to_{dst}"
+        params = {"destination_addr": address[dst], "destination_port": port_of(dst, proto),
+                  "topics": [topic_entry(t, implementation == "own") for t in ts]}
+        if implementation == "own":
+            params.update(role=f"{proto}_sender", address=address[src], mtu=options["mtu"],
+                          stats_path=str(records / f"relay_{name}_stats.jsonl"))
+        out.append({"name": name, "host": src, "argv": [binary(f"{proto}_sender"), f"__name:={name}"],
+                    "params": params, "own": implementation == "own"})
+    if implementation == "nimbro":
+        for t in topics:  # advertise each topic at start (nimbro's receivers do so only later)
+            info = type_of(t.datatype)
+            if not info:
+                continue
+            name = f"nimbro_placeholder_{_safe(t.topic)}"
+            out.append({"name": name, "host": t.dest_host,
+                        "argv": [str(node_binary("flow_sink")), f"__name:={name}", f"flow:={t.topic}",
+                                 f"flow_in:=/netloop_placeholder{t.topic}"],
+                        "params": {"republish": True, "datatype": info["type"], "md5sum": info["md5"],
+                                   "definition": info["definition"], "transport": "tcp_nodelay", "kind": "tap",
+                                   "record_path": ""},
+                        "own": False})
+    return out
+
+
+class NimbroTransport(RelayTransport):
+    options_schema = OPTIONS
+
+    def __init__(self, name: str, mixed: bool, description: str):
+        self.name, self.mixed, self.description = name, mixed, description
+        super().__init__()
+
+    def detect_implementation(self) -> str:
+        return "nimbro" if nimbro_installed() else "own"
+
+    def start(self, ctx: TransportContext) -> None:
+        options = self._begin(ctx)
+        impl = options["implementation"]
+        if impl == "auto":
+            impl = self.detect_implementation()
+        elif impl == "nimbro" and not nimbro_installed():
+            raise TransportError(f"transport_options.{self.name}.implementation is 'nimbro' but {NIMBRO_PACKAGE} "
+                                 "is not installed (looked in /opt/ros/noetic/share and with rospack)")
+        self.implementation = impl
+        ports = host_ports(ctx, options["port"], per_host=2)
+        for spec in plan(ctx.topics, ctx.address, ports, options, self.mixed, impl, Path(ctx.run_dir) / "records"):
+            self._launch(spec)
+        self._write_record()
+
+    def metadata(self):
+        threshold = self.options.get("threshold_bytes", SMALL_MESSAGE_BYTES)
+        return super().metadata() | {"mixed": self.mixed, "threshold_bytes": threshold if self.mixed else None}

@@ -1,0 +1,169 @@
+"""``priority``: the Pound scheme — one relay per host, one UDP socket between hosts, a
+priority per topic and a single paced send queue.
+
+Each host runs ``priority_relay`` (src/relays/priority_relay.cpp). It subscribes the topics
+published on its host (any type), cuts each message into datagrams of one IP packet and
+queues them in one queue ordered by priority (FIFO within a priority): a small urgent
+message overtakes a large one between two datagrams, so it never waits behind more than
+the datagram on the wire. Datagrams leave at ``rate_mbit`` (IP bytes), set just below what
+the link carries, so the queues of the OS, the NIC and the Wi-Fi MAC never fill: all
+queueing happens in the relay, where the priorities decide. The relay's queue is bounded
+(``max_queue_bytes``); room is made by dropping the least urgent messages first.
+
+Options (``transport_options: {priority: {...}}``):
+  ``priorities``      {topic: 0..255}, higher = more urgent. Default (Pound's order): the
+                      loop's ``/y`` and ``/u`` 250, then the other topics by message size,
+                      smallest first: 200, 190, ...
+  ``rate_mbit``       pacing rate; default ``rate_fraction`` x the link's nominal capacity
+                      (ctx.link_mbit), ``rate_fraction_2hop`` x on a two-hop chain (every
+                      datagram crosses the shared channel twice); no pacing when the link
+                      has no capacity (loopback) and none is given.
+  ``rate_fraction``   0.85: the 6 Mbit/s 802.11a link of ``wifi6`` carries ~5.3 Mbit/s of
+                      UDP (1500-byte packets), so datagrams leave at 5.1 Mbit/s.
+  ``rate_fraction_2hop`` 0.35: the ``wifi6_2hop`` chain carries ~2.7 Mbit/s of UDP end to
+                      end; 2.1 Mbit/s leaves room for the loop's traffic both ways.
+  ``forward``         ``relay`` (default): on a chain, the relay host's priority_relay
+                      forwards datagrams by their priority with its own pacing; ``ip``:
+                      the ends address each other and the relay namespace routes (IP).
+  ``max_queue_bytes``, ``mtu``, ``overhead_bytes``, ``reassembly_timeout``, ``port``,
+  ``compress`` (list of topics to zlib-compress).
+
+Priorities can be changed during a run: ``PriorityTransport.set_priorities({topic: p})``
+sets each relay's ``~priorities`` parameter (``rosparam set /priority_relay_<host>/priorities
+"[{topic: /flows/image, priority: 250}]"`` does the same by hand); the relays read it every
+0.2 s and queued messages follow at once.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import paths
+from ..schema import Enum, Int, List, Map, Num, Str
+from .base import CrossingTopic, TransportContext
+from .relay_common import RelayTransport, default_priorities, host_ports, message_type
+
+OPTIONS = Map({
+    "priorities": Map({}, {}, "topic -> priority 0..255 (higher = more urgent)", extra=Int(doc="priority", ge=0, le=255)),
+    "rate_mbit": Num(None, "pacing rate [Mbit/s of IP packets]; default rate_fraction x link capacity", gt=0),
+    "rate_fraction": Num(0.85, "default pacing rate as a fraction of the link's nominal capacity", gt=0, le=1),
+    "rate_fraction_2hop": Num(0.35, "the same on a two-hop chain (every datagram crosses the channel twice, "
+                                    "and the ends are hidden from each other)", gt=0, le=1),
+    "forward": Enum(["relay", "ip"], "relay", "two-hop chains: forwarding by the relay host's relay, or IP routing"),
+    "max_queue_bytes": Int(256 * 1024, "bytes the send queue holds; beyond, least urgent messages are dropped",
+                           ge=16 * 1024, le=1 << 30),
+    "mtu": Int(1500, "IP packet size the datagrams are cut to", ge=576, le=65535),
+    "overhead_bytes": Int(28, "bytes counted per datagram on top of its UDP payload when pacing (IP + UDP)",
+                          ge=0, le=200),
+    "credit_ms": Num(1.0, "pacing: time lost to a late wake-up that may be made up for [ms]", ge=0, le=100),
+    "reassembly_timeout": Num(0.5, "an incomplete message is dropped after this many seconds", gt=0, le=60),
+    "rt_priority": Int(0, "SCHED_FIFO priority of the relays' send/receive threads (0 = normal; needs root)",
+                       ge=0, le=99),
+    "port": Int(17300, "UDP port of each host's relay", ge=1024, le=65000),
+    "compress": List(Str(), [], "topics whose messages are zlib-compressed"),
+})
+
+
+def pacing_rate(options: dict[str, Any], link_mbit: float | None, two_hop: bool) -> float:
+    """Pacing rate [Mbit/s]; 0 = unpaced."""
+    if options.get("rate_mbit"):
+        return float(options["rate_mbit"])
+    if not link_mbit:
+        return 0.0
+    return link_mbit * options["rate_fraction_2hop" if two_hop else "rate_fraction"]
+
+
+def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int], options: dict[str, Any],
+         link_mbit: float | None, records: Path, node_binary: Callable[[str], Path] = paths.node_binary,
+         type_of: Callable[[str], dict | None] = message_type) -> list[dict[str, Any]]:
+    """One relay per host (the relay host of a chain only when it forwards): [{name, host,
+    argv, params}]. Pure, for tests."""
+    hosts = list(address)
+    index = {h: i for i, h in enumerate(hosts)}
+    chain = "relay" in hosts and len(hosts) == 3
+    forwarding = chain and options["forward"] == "relay"
+    ends = [h for h in hosts if h != "relay"]
+
+    def routes_of(h: str) -> list[dict[str, int]]:  # an end reaches the other end through the relay host
+        if not forwarding or h == "relay":
+            return []
+        return [{"dest": index[b], "via": index["relay"]} for b in ends if b != h]
+
+    priorities = default_priorities(topics) | options["priorities"]
+    entries = []
+    for t in topics:
+        entry: dict[str, Any] = {"name": t.topic, "priority": int(priorities.get(t.topic, 100)),
+                                 "source": index[t.source_host], "dest": index[t.dest_host],
+                                 "compress": t.topic in options["compress"]}
+        info = type_of(t.datatype)
+        if info:
+            entry.update(type=info["type"], md5=info["md5"], definition=info["definition"])
+        entries.append(entry)
+    rate = pacing_rate(options, link_mbit, chain)
+    host_list = [{"name": h, "address": address[h], "port": ports[h]} for h in hosts]
+    out = []
+    for h in hosts:
+        involved = any(t.source_host == h or t.dest_host == h for t in topics)
+        if not involved and not (forwarding and h == "relay"):
+            continue
+        name = f"priority_relay_{h}"
+        out.append({"name": name, "host": h, "argv": [str(node_binary("priority_relay")), f"__name:={name}"],
+                    "params": {"self": index[h], "hosts": host_list, "routes": routes_of(h), "topics": entries,
+                               "rate_mbit": rate, "overhead_bytes": options["overhead_bytes"],
+                               "credit_ms": options["credit_ms"], "max_queue_bytes": options["max_queue_bytes"],
+                               "mtu": options["mtu"], "forward": forwarding,
+                               "reassembly_timeout": options["reassembly_timeout"],
+                               "rt_priority": options["rt_priority"],
+                               "stats_path": str(records / f"relay_{name}_stats.jsonl")},
+                    "own": True})
+    return out
+
+
+_SET_PARAM = """
+import json, sys, xmlrpc.client
+master, name, value = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+code, msg, _ = xmlrpc.client.ServerProxy(master).setParam("/netloop_priority", name, value)
+sys.exit(0 if code == 1 else msg)
+"""
+
+
+class PriorityTransport(RelayTransport):
+    name = "priority"
+    description = "Pound: one paced UDP relay per host, one queue ordered by topic priority"
+    options_schema = OPTIONS
+
+    def start(self, ctx: TransportContext) -> None:
+        options = self._begin(ctx)
+        self.implementation = "own"
+        ports = host_ports(ctx, options["port"])
+        self.specs = plan(ctx.topics, ctx.address, ports, options, ctx.link_mbit, Path(ctx.run_dir) / "records")
+        for spec in self.specs:
+            self._launch(spec)
+        self._write_record()
+
+    def current_priorities(self) -> dict[str, int]:
+        return {t["name"]: t["priority"] for t in (self.processes[0]["params"]["topics"] if self.processes else [])}
+
+    def set_priorities(self, priorities: dict[str, int]) -> None:
+        """Changes topic priorities of the running relays (their ~priorities parameter), from
+        the host of each relay (so it works whether hosts are namespaces or not)."""
+        assert self.ctx is not None, "priority transport not started"
+        value = [{"topic": t, "priority": int(p)} for t, p in sorted(priorities.items())]
+        for spec in self.processes:
+            host = spec["host"]
+            cmd = list(self.ctx.exec_prefix.get(host, [])) + [sys.executable, "-c", _SET_PARAM,
+                                                              self.ctx.masters[host], f"/{spec['name']}/priorities",
+                                                              json.dumps(value)]
+            subprocess.run(cmd, check=True, capture_output=True, timeout=10)
+        self.overrides = dict(priorities)
+
+    def metadata(self):
+        out = super().metadata()
+        if self.ctx is not None and self.processes:
+            params = self.processes[0]["params"]
+            out.update(priorities=self.current_priorities(), rate_mbit=params["rate_mbit"],
+                       forward=params["forward"])
+        return out

@@ -1,0 +1,520 @@
+// priority_relay: the Pound scheme (Tardioli et al.): one relay per host, ONE UDP socket
+// between hosts, every topic with a priority, and a single send queue ordered by priority.
+//
+// Outbound: each topic of ~topics whose `source` is this host (~self) is subscribed with
+// ShapeShifter (any type); each message is serialized (zlib-compressed if the topic says
+// `compress: true`), cut into datagrams that fit one ~mtu-byte IP packet and queued in the
+// topic's lane of the PriorityQueue. One sender thread takes the next datagram of the most
+// urgent lane (FIFO within a priority) and sends it when the pacer allows: datagrams leave
+// at ~rate_mbit [Mbit/s, IP bytes = UDP payload + ~overhead_bytes], so the OS and NIC
+// queues stay empty and a small urgent message never waits behind more than the datagram
+// on the wire. The queue holds at most ~max_queue_bytes; room is made by dropping whole
+// messages of the lowest priority first.
+//
+// Inbound: datagrams from a configured peer (~hosts: address AND port) are checked,
+// reassembled (bounded memory, incomplete messages dropped after ~reassembly_timeout) and
+// republished with the original type on the topic, for topics whose `dest` is this host.
+// Datagrams for another host (two-hop chains, ~forward true) are re-queued by their own
+// priority towards ~routes' next hop, ttl decremented. Anything else is dropped and counted.
+//
+// Run-time priorities: ~priorities, a list of {topic, priority}, is read every 0.2 s
+// (rosparam set /<relay>/priorities "[{topic: /y, priority: 250}]"); it overrides the
+// configured priority of the listed topics; queued messages follow at once.
+//
+// ~rt_priority > 0 runs the send and receive threads SCHED_FIFO (root), so that pacing and
+// forwarding wake up on time on a busy machine.
+//
+// Statistics every ~stats_period s: /netloop_relay/stats (std_msgs/String, JSON) and one
+// JSON line appended to ~stats_path.
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "netloop/loop_node.h"
+#include "relay_ros.h"
+
+namespace netloop {
+namespace relay {
+namespace {
+
+constexpr uint64_t kForwardLane = 1ull << 63;
+
+struct Host {
+  std::string name, address;
+  int port = 0;
+  sockaddr_in sa{};
+};
+
+struct TopicStats {
+  uint64_t in_msgs = 0, in_bytes = 0, queued = 0, dropped = 0, refused = 0, sent_msgs = 0, sent_datagrams = 0,
+           received = 0, published = 0;
+  double delay_sum_s = 0, delay_max_s = 0;  // queueing delay: enqueued -> last datagram sent
+  uint64_t delay_n = 0;
+};
+
+struct Topic {
+  size_t index = 0;  // = its lane in the queue
+  TopicConfig cfg;
+  int priority = 0;  // current (configured or overridden)
+  bool outbound = false, inbound = false;
+  ros::Subscriber sub;
+  std::unique_ptr<Outlet> outlet;
+  uint32_t msg_id = 0;
+  int64_t last_announce_ns = -1;
+  bool type_known = false;
+  TopicStats s;
+};
+
+class PriorityRelay {
+ public:
+  PriorityRelay(ros::NodeHandle& nh, ros::NodeHandle& pnh) : nh_(nh), pnh_(pnh), queue_(1) {
+    self_ = static_cast<int>(requireNumber(pnh, "self", 0, Bound::NonNegative));
+    readHosts();
+    const int mtu = static_cast<int>(requireNumber(pnh, "mtu", 1500, Bound::Positive));
+    if (mtu < 576 || mtu > 65535) exitWithConfigError("parameter ~mtu must be in 576..65535");
+    max_datagram_ = static_cast<size_t>(mtu) - kIpUdpOverhead;
+    const double rate_mbit = requireNumber(pnh, "rate_mbit", 0.0, Bound::NonNegative);
+    const double overhead = requireNumber(pnh, "overhead_bytes", kIpUdpOverhead, Bound::NonNegative);
+    credit_ns_ = static_cast<int64_t>(requireNumber(pnh, "credit_ms", 1.0, Bound::NonNegative) * 1e6);
+    pacer_ = Pacer(rate_mbit * 1e6, static_cast<size_t>(overhead), credit_ns_);
+    queue_ = PriorityQueue(static_cast<size_t>(requireNumber(pnh, "max_queue_bytes", 256 * 1024, Bound::Positive)));
+    forward_ = pnh.param("forward", true);
+    rt_priority_ = static_cast<int>(requireNumber(pnh, "rt_priority", 0, Bound::NonNegative));
+    if (rt_priority_ > 99) exitWithConfigError("~rt_priority must be in 0..99");
+    compress_level_ = pnh.param("compress_level", 1);
+    announce_ns_ = static_cast<int64_t>(requireNumber(pnh, "type_announce_period", 2.0, Bound::Positive) * 1e9);
+    limits_.max_message_bytes =
+        static_cast<uint32_t>(requireNumber(pnh, "max_message_bytes", 16 << 20, Bound::Positive));
+    limits_.max_pending_bytes = static_cast<size_t>(requireNumber(pnh, "max_pending_bytes", 32 << 20, Bound::Positive));
+    limits_.max_pending_messages = static_cast<size_t>(requireNumber(pnh, "max_pending_messages", 64, Bound::Positive));
+    limits_.timeout_ns = static_cast<int64_t>(requireNumber(pnh, "reassembly_timeout", 0.5, Bound::Positive) * 1e9);
+    reassembler_ = Reassembler(limits_);
+    epoch_ = std::random_device{}() ^ static_cast<uint32_t>(wallNs());
+
+    for (auto& cfg : readTopics(pnh, "topics")) {
+      auto t = std::make_unique<Topic>();
+      if (cfg.source < 0 || cfg.dest < 0 || cfg.source >= static_cast<int>(hosts_.size()) ||
+          cfg.dest >= static_cast<int>(hosts_.size()) || cfg.source == cfg.dest)
+        exitWithConfigError("topic " + cfg.name + ": source and dest must be two different host indices of ~hosts");
+      t->index = topics_.size();
+      t->cfg = cfg;
+      t->priority = cfg.priority;
+      t->outbound = cfg.source == self_;
+      t->inbound = cfg.dest == self_;
+      if (t->inbound) {
+        t->outlet = std::make_unique<Outlet>(nh_, cfg.name);
+        if (!cfg.type.datatype.empty()) {
+          t->outlet->setType(cfg.type);
+          t->type_known = true;
+        }
+      }
+      by_id_[cfg.id] = t.get();
+      topics_.push_back(std::move(t));
+    }
+    XmlRpc::XmlRpcValue routes;
+    if (pnh.getParam("routes", routes)) {
+      if (routes.getType() != XmlRpc::XmlRpcValue::TypeArray) exitWithConfigError("~routes must be a list");
+      for (int i = 0; i < routes.size(); ++i) {
+        if (routes[i].getType() != XmlRpc::XmlRpcValue::TypeStruct || !routes[i].hasMember("dest") ||
+            !routes[i].hasMember("via"))
+          exitWithConfigError("~routes entries are {dest: host index, via: host index}");
+        const int dest = static_cast<int>(routes[i]["dest"]), via = static_cast<int>(routes[i]["via"]);
+        if (dest < 0 || via < 0 || dest >= static_cast<int>(hosts_.size()) || via >= static_cast<int>(hosts_.size()))
+          exitWithConfigError("~routes: host index out of range");
+        routes_[dest] = via;
+      }
+    }
+    try {
+      socket_.bind(hosts_[self_].address, hosts_[self_].port);
+    } catch (const std::runtime_error& e) {
+      exitWithConfigError(e.what());
+    }
+  }
+
+  ~PriorityRelay() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (sender_.joinable()) sender_.join();
+    if (receiver_.joinable()) receiver_.join();
+  }
+
+  void start() {
+    for (auto& t : topics_) {
+      if (!t->outbound) continue;
+      Topic* tp = t.get();
+      tp->sub = nh_.subscribe<topic_tools::ShapeShifter>(
+          tp->cfg.name, 50, [this, tp](const topic_tools::ShapeShifter::ConstPtr& m) { onMessage(*tp, *m); },
+          ros::VoidConstPtr(), ros::TransportHints().tcp().tcpNoDelay());
+    }
+    sender_ = std::thread([this] { sendLoop(); });
+    receiver_ = std::thread([this] { receiveLoop(); });
+    if (rt_priority_ > 0) {  // wake up on time even when the machine is busy
+      sched_param sp{};
+      sp.sched_priority = rt_priority_;
+      for (std::thread* t : {&sender_, &receiver_})
+        if (pthread_setschedparam(t->native_handle(), SCHED_FIFO, &sp) != 0)
+          ROS_WARN_ONCE("priority_relay: cannot use SCHED_FIFO %d (needs root/CAP_SYS_NICE); normal scheduling",
+                        rt_priority_);
+    }
+  }
+
+  /// Applies ~priorities (run-time overrides).
+  void pollPriorities() {
+    XmlRpc::XmlRpcValue v;
+    std::map<std::string, int> overrides;
+    if (pnh_.getParamCached("priorities", v) && v.getType() == XmlRpc::XmlRpcValue::TypeArray) {
+      for (int i = 0; i < v.size(); ++i) {
+        auto& e = v[i];
+        if (e.getType() != XmlRpc::XmlRpcValue::TypeStruct || !e.hasMember("topic") || !e.hasMember("priority") ||
+            e["topic"].getType() != XmlRpc::XmlRpcValue::TypeString ||
+            e["priority"].getType() != XmlRpc::XmlRpcValue::TypeInt) {
+          ROS_WARN_THROTTLE(10, "~priorities entries must be {topic: name, priority: 0..255}");
+          continue;
+        }
+        overrides[static_cast<std::string>(e["topic"])] = std::max(0, std::min(255, static_cast<int>(e["priority"])));
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < topics_.size(); ++i) {
+      Topic& t = *topics_[i];
+      auto it = overrides.find(t.cfg.name);
+      const int p = it != overrides.end() ? it->second : t.cfg.priority;
+      if (p != t.priority) {
+        ROS_INFO("priority of %s: %d -> %d", t.cfg.name.c_str(), t.priority, p);
+        t.priority = p;
+        queue_.setPriority(i, p);
+      }
+    }
+  }
+
+  std::string statsJson() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::ostringstream o;
+    o << "{\"role\":\"priority_relay\",\"node\":" << jsonString(ros::this_node::getName())
+      << ",\"host\":" << jsonString(hosts_[self_].name) << ",\"stamp_ns\":" << wallNs() << ",\"cpu_s\":" << cpuSeconds()
+      << ",\"rate_mbit\":" << pacer_.rate() / 1e6 << ",\"queue_bytes\":" << queue_.bytes()
+      << ",\"queue_messages\":" << queue_.messages() << ",\"datagrams_sent\":" << datagrams_sent_
+      << ",\"bytes_sent\":" << bytes_sent_ << ",\"send_errors\":" << send_errors_ << ",\"queue_dropped\":" << dropped_messages_
+      << ",\"forwarded\":" << forwarded_
+      << ",\"forward_dropped\":" << forward_dropped_ << ",\"ttl_expired\":" << ttl_expired_
+      << ",\"foreign\":" << foreign_ << ",\"unknown_topic\":" << unknown_topic_ << ",\"untyped\":" << untyped_
+      << ",\"bad_payload\":" << bad_payload_ << ",\"type_mismatch\":" << type_mismatch_ << ",\"malformed\":{";
+    for (size_t i = 1; i < malformed_.size(); ++i)
+      o << (i > 1 ? "," : "") << "\"" << errorName(static_cast<Error>(i)) << "\":" << malformed_[i];
+    const ReassemblyStats& r = reassembler_.stats();
+    o << "},\"reassembly\":{\"packets\":" << r.packets << ",\"messages\":" << r.messages
+      << ",\"duplicate_packets\":" << r.duplicate_packets << ",\"duplicate_messages\":" << r.duplicate_messages
+      << ",\"inconsistent\":" << r.inconsistent << ",\"timed_out\":" << r.timed_out << ",\"evicted\":" << r.evicted
+      << ",\"too_large\":" << r.too_large << ",\"pending_messages\":" << reassembler_.pendingMessages()
+      << ",\"pending_bytes\":" << reassembler_.pendingBytes() << "},\"topics\":{";
+    for (size_t i = 0; i < topics_.size(); ++i) {
+      const Topic& t = *topics_[i];
+      const TopicStats& s = t.s;
+      o << (i ? "," : "") << jsonString(t.cfg.name) << ":{\"priority\":" << t.priority
+        << ",\"outbound\":" << (t.outbound ? "true" : "false") << ",\"in_msgs\":" << s.in_msgs
+        << ",\"in_bytes\":" << s.in_bytes << ",\"queued\":" << s.queued << ",\"dropped\":" << s.dropped
+        << ",\"refused\":" << s.refused << ",\"sent_msgs\":" << s.sent_msgs << ",\"sent_datagrams\":" << s.sent_datagrams
+        << ",\"queue_delay_mean_ms\":" << (s.delay_n ? s.delay_sum_s / s.delay_n * 1e3 : 0.0)
+        << ",\"queue_delay_max_ms\":" << s.delay_max_s * 1e3 << ",\"received\":" << s.received
+        << ",\"published\":" << s.published << "}";
+    }
+    o << "}}";
+    return o.str();
+  }
+
+ private:
+  void readHosts() {
+    XmlRpc::XmlRpcValue v;
+    if (!pnh_.getParam("hosts", v) || v.getType() != XmlRpc::XmlRpcValue::TypeArray || v.size() < 2)
+      exitWithConfigError("parameter ~hosts: a list of at least two {name, address, port}");
+    for (int i = 0; i < v.size(); ++i) {
+      auto& e = v[i];
+      if (e.getType() != XmlRpc::XmlRpcValue::TypeStruct || !e.hasMember("address") || !e.hasMember("port") ||
+          e["address"].getType() != XmlRpc::XmlRpcValue::TypeString ||
+          e["port"].getType() != XmlRpc::XmlRpcValue::TypeInt)
+        exitWithConfigError("~hosts[" + std::to_string(i) + "] must be {name, address, port}");
+      Host h;
+      h.name = e.hasMember("name") ? static_cast<std::string>(e["name"]) : "host" + std::to_string(i);
+      h.address = static_cast<std::string>(e["address"]);
+      h.port = static_cast<int>(e["port"]);
+      if (!makeAddress(h.address, h.port, h.sa) || h.port <= 0)
+        exitWithConfigError("~hosts[" + std::to_string(i) + "]: bad address or port");
+      hosts_.push_back(h);
+    }
+    if (hosts_.size() > 255) exitWithConfigError("~hosts: at most 255 hosts");
+    if (self_ >= static_cast<int>(hosts_.size())) exitWithConfigError("~self is not an index of ~hosts");
+  }
+
+  int nextHop(int dest) const {
+    auto it = routes_.find(dest);
+    return it == routes_.end() || it->second == self_ ? dest : it->second;
+  }
+
+  void onMessage(Topic& t, const topic_tools::ShapeShifter& m) {
+    const int64_t now = monoNs();
+    std::vector<uint8_t> bytes = serialize(m);
+    PacketHeader h;
+    h.priority = 0;
+    h.src = static_cast<uint8_t>(self_);
+    h.dst = static_cast<uint8_t>(t.cfg.dest);
+    h.ttl = 8;
+    h.topic_id = t.cfg.id;
+    h.epoch = epoch_;
+    const uint32_t peer = static_cast<uint32_t>(nextHop(t.cfg.dest));
+    std::vector<OutPacket> type_packets;
+    if (!t.type_known || now - t.last_announce_ns >= announce_ns_) {
+      const std::vector<uint8_t> info = encodeTypeInfo(typeOf(m, t.cfg.name));
+      PacketHeader th = h;
+      th.kind = Kind::Type;
+      th.msg_id = t.msg_id;
+      for (auto& p : fragment(th, info.data(), info.size(), max_datagram_)) type_packets.push_back({std::move(p), peer});
+      t.type_known = true;
+      t.last_announce_ns = now;
+    }
+    h.kind = Kind::Data;
+    h.orig_len = static_cast<uint32_t>(bytes.size());
+    if (t.cfg.compress) {
+      std::vector<uint8_t> z;
+      if (compressBytes(bytes.data(), bytes.size(), z, compress_level_) && z.size() < bytes.size()) {
+        bytes.swap(z);
+        h.flags = kFlagCompressed;
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    h.priority = static_cast<uint8_t>(t.priority);
+    for (auto& p : type_packets) p.bytes[7] = h.priority;
+    h.msg_id = t.msg_id++;
+    std::vector<OutPacket> packets;
+    for (auto& p : fragment(h, bytes.data(), bytes.size(), max_datagram_)) packets.push_back({std::move(p), peer});
+    t.s.in_msgs++;
+    t.s.in_bytes += bytes.size();
+    const uint64_t lane = t.index;
+    if (!type_packets.empty()) accountDrops(queue_.push(lane, t.priority, std::move(type_packets), now));
+    const auto r = queue_.push(lane, t.priority, std::move(packets), now);
+    accountDrops(r);
+    if (r.accepted) {
+      t.s.queued++;
+    } else {
+      t.s.refused++;
+    }
+    cv_.notify_one();
+  }
+
+  /// Counts the messages the queue dropped to make room, per topic (mu_ held).
+  void accountDrops(const PriorityQueue::PushResult& r) {
+    dropped_messages_ += r.dropped_messages;
+    for (uint64_t lane : r.dropped_lanes)
+      if (!(lane & kForwardLane) && lane < topics_.size()) topics_[lane]->s.dropped++;
+  }
+
+  void sendLoop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      if (queue_.empty()) {
+        cv_.wait_for(lock, std::chrono::milliseconds(100));
+        continue;
+      }
+      const int64_t now = monoNs();
+      const int64_t ready = pacer_.readyAt();
+      if (now < ready) {
+        lock.unlock();
+        timespec ts{static_cast<time_t>(ready / 1000000000), static_cast<long>(ready % 1000000000)};
+        // steady_clock is CLOCK_MONOTONIC on Linux
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+        lock.lock();
+        continue;  // re-pick: something more urgent may have arrived meanwhile
+      }
+      OutPacket pkt;
+      uint64_t lane = 0;
+      int64_t enq = 0;
+      bool last = false;
+      if (!queue_.pop(pkt, &lane, &enq, &last)) continue;
+      pacer_.sent(pkt.bytes.size(), now);
+      lock.unlock();
+      const bool ok = pkt.peer < hosts_.size() && socket_.sendTo(hosts_[pkt.peer].sa, pkt.bytes.data(), pkt.bytes.size());
+      const int64_t done = monoNs();
+      lock.lock();
+      ++datagrams_sent_;
+      bytes_sent_ += pkt.bytes.size();
+      if (!ok) ++send_errors_;
+      if (!(lane & kForwardLane) && lane < topics_.size()) {
+        TopicStats& s = topics_[lane]->s;
+        s.sent_datagrams++;
+        if (last && pkt.bytes.size() > 5 && pkt.bytes[5] == static_cast<uint8_t>(Kind::Data)) {
+          s.sent_msgs++;
+          const double d = (done - enq) / 1e9;
+          s.delay_sum_s += d;
+          s.delay_n++;
+          s.delay_max_s = std::max(s.delay_max_s, d);
+        }
+      }
+    }
+  }
+
+  void receiveLoop() {
+    std::vector<uint8_t> buf(65536);
+    int64_t last_expire = monoNs();
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_) break;
+      }
+      sockaddr_in from{};
+      const ssize_t n = socket_.recvFrom(buf.data(), buf.size(), from, 100);
+      const int64_t now = monoNs();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (now - last_expire > 20000000) {
+        reassembler_.expire(now);
+        last_expire = now;
+      }
+      if (n < 0) continue;
+      int peer = -1;
+      for (size_t i = 0; i < hosts_.size(); ++i)
+        if (static_cast<int>(i) != self_ && hosts_[i].sa.sin_addr.s_addr == from.sin_addr.s_addr &&
+            hosts_[i].sa.sin_port == from.sin_port)
+          peer = static_cast<int>(i);
+      if (peer < 0) {
+        ++foreign_;
+        continue;
+      }
+      PacketView p;
+      const Error e = decodePacket(buf.data(), static_cast<size_t>(n), limits_.max_message_bytes, p);
+      if (e != Error::Ok) {
+        ++malformed_[static_cast<size_t>(e)];
+        continue;
+      }
+      if (p.h.src >= hosts_.size() || p.h.dst >= hosts_.size() || p.h.src == self_) {
+        ++malformed_[static_cast<size_t>(Error::BadFragment)];
+        continue;
+      }
+      if (p.h.dst != self_) {
+        forward(buf.data(), static_cast<size_t>(n), p.h, now);
+        continue;
+      }
+      auto it = by_id_.find(p.h.topic_id);
+      if (it == by_id_.end() || !it->second->inbound || it->second->cfg.source != p.h.src) {
+        ++unknown_topic_;
+        continue;
+      }
+      Message m;
+      if (!reassembler_.push(p, now, m)) continue;
+      deliver(*it->second, m);
+    }
+  }
+
+  void forward(const uint8_t* data, size_t len, const PacketHeader& h, int64_t now) {
+    if (!forward_) {
+      ++forward_dropped_;
+      return;
+    }
+    if (h.ttl <= 1) {
+      ++ttl_expired_;
+      return;
+    }
+    const int hop = nextHop(h.dst);
+    if (hop == self_ || hop >= static_cast<int>(hosts_.size())) {
+      ++forward_dropped_;
+      return;
+    }
+    OutPacket out{std::vector<uint8_t>(data, data + len), static_cast<uint32_t>(hop)};
+    out.bytes[10] = static_cast<uint8_t>(h.ttl - 1);
+    const uint64_t lane = kForwardLane | (static_cast<uint64_t>(h.src) << 40) | (static_cast<uint64_t>(h.dst) << 32) |
+                          h.topic_id;
+    std::vector<OutPacket> one;
+    one.push_back(std::move(out));
+    const auto r = queue_.push(lane, h.priority, std::move(one), now);
+    if (r.accepted) ++forwarded_;
+    else ++forward_dropped_;
+    accountDrops(r);
+    cv_.notify_one();
+  }
+
+  void deliver(Topic& t, const Message& m) {
+    if (m.h.kind == Kind::Type) {
+      TypeInfo info;
+      if (!decodeTypeInfo(m.data.data(), m.data.size(), info) || info.topic != t.cfg.name) {
+        ++bad_payload_;
+        return;
+      }
+      if (!t.outlet->setType(info)) ++type_mismatch_;
+      return;
+    }
+    t.s.received++;
+    const std::vector<uint8_t>* payload = &m.data;
+    std::vector<uint8_t> inflated;
+    if (m.h.flags & kFlagCompressed) {
+      if (!decompressBytes(m.data.data(), m.data.size(), m.h.orig_len, limits_.max_message_bytes, inflated)) {
+        ++bad_payload_;
+        return;
+      }
+      payload = &inflated;
+    }
+    if (!t.outlet->publish(payload->data(), payload->size())) {
+      ++untyped_;
+      return;
+    }
+    t.s.published++;
+  }
+
+  ros::NodeHandle& nh_;
+  ros::NodeHandle& pnh_;
+  int self_ = 0;
+  std::vector<Host> hosts_;
+  std::map<int, int> routes_;
+  std::vector<std::unique_ptr<Topic>> topics_;
+  std::map<uint32_t, Topic*> by_id_;
+  size_t max_datagram_ = 1472;
+  int64_t credit_ns_ = 2000000;
+  bool forward_ = true;
+  int rt_priority_ = 0;
+  int compress_level_ = 1;
+  int64_t announce_ns_ = 0;
+  uint32_t epoch_ = 0;
+  ReassemblyLimits limits_;
+  Reassembler reassembler_;
+  UdpSocket socket_;
+
+  std::mutex mu_;  // everything below, the queue, the pacer, topic stats
+  std::condition_variable cv_;
+  PriorityQueue queue_;
+  Pacer pacer_;
+  bool stop_ = false;
+  uint64_t datagrams_sent_ = 0, bytes_sent_ = 0, send_errors_ = 0, forwarded_ = 0, forward_dropped_ = 0,
+           ttl_expired_ = 0, foreign_ = 0, unknown_topic_ = 0, untyped_ = 0, bad_payload_ = 0, type_mismatch_ = 0,
+           dropped_messages_ = 0;
+  std::vector<uint64_t> malformed_ = std::vector<uint64_t>(static_cast<size_t>(Error::Count), 0);
+  std::thread sender_, receiver_;
+};
+
+int run() {
+  ros::NodeHandle nh, pnh("~");
+  const double stats_period = requireNumber(pnh, "stats_period", 1.0, Bound::Positive);
+  StatsWriter stats(nh, pnh.param<std::string>("stats_topic", "/netloop_relay/stats"),
+                    pnh.param<std::string>("stats_path", ""));
+  PriorityRelay relay(nh, pnh);
+  relay.pollPriorities();
+  relay.start();
+  ros::WallTimer poll = nh.createWallTimer(ros::WallDuration(0.2), [&](const ros::WallTimerEvent&) { relay.pollPriorities(); });
+  ros::WallTimer timer =
+      nh.createWallTimer(ros::WallDuration(stats_period), [&](const ros::WallTimerEvent&) { stats.write(relay.statsJson()); });
+  ROS_INFO("priority_relay ready");
+  ros::spin();
+  stats.write(relay.statsJson());
+  return 0;
+}
+
+}  // namespace
+}  // namespace relay
+}  // namespace netloop
+
+int main(int argc, char** argv) { return netloop::runNode(argc, argv, "priority_relay", netloop::relay::run); }

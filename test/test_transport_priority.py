@@ -1,0 +1,151 @@
+"""The priority transport (Pound): the RLC loop and flows end to end over ethernet; on the
+ns-3 802.11a link, a 1 KB / 20 ms flow beside a 64 KB / 150 ms image keeps its delay close
+to the flow alone (the Pound paper's result); priorities changed during a run take effect."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from netloop.analysis.flow_run import analyse_flow
+from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
+from netloop.analysis.records import read_events
+from netloop.experiment import validate_experiment
+from netloop.master import wait_for
+from netloop.runner import campaign_dir_for, run_experiment
+from netloop.transports import get_transport
+
+pytestmark = pytest.mark.integration
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+LASER = {"name": "laser", "size_bytes": 1024, "period": 0.02, "count": 0}
+IMAGE = {"name": "image", "size_bytes": 65536, "period": 0.15, "count": 0}
+
+
+
+@pytest.fixture(autouse=True, scope="module")
+def nothing_left_behind():
+    """After this file's tests: no process started by them and no testbed of theirs remains."""
+    yield
+    from netloop.processes import _descendants  # noqa: PLC0415
+    assert wait_for(lambda: not _descendants(os.getpid()), 10), f"processes left: {_descendants(os.getpid())}"
+    records = [json.loads(p.read_text()) for p in Path("/run/netloop").glob("*.json")] \
+        if Path("/run/netloop").is_dir() else []
+    assert not [r for r in records if r.get("owner_pid") == os.getpid()], "a testbed of these tests is still up"
+
+def run(tmp_path, doc, name="prio"):
+    cfg = validate_experiment(doc, name=name)
+    out = campaign_dir_for(cfg, tmp_path)
+    run_experiment(cfg, out, log=lambda _: None)
+    return cfg, out
+
+
+def meta_of(run_dir):
+    return json.loads((run_dir / "metadata.json").read_text())
+
+
+def relay_stats(run_dir, host):
+    return json.loads((run_dir / "records" / f"relay_priority_relay_{host}_stats.jsonl").read_text().splitlines()[-1])
+
+
+@pytest.mark.root
+@needs_root
+def test_priority_loop_and_flows_over_ethernet(tmp_path):
+    cfg, out = run(tmp_path, {"link": "ethernet", "transport": "priority", "loop": {"samples": 100},
+                              "flows": [LASER, IMAGE]})
+    run_dir = out / "runs" / "priority-r0"
+    meta = meta_of(run_dir)
+    assert meta["status"] == "complete", meta.get("error")
+    assert set(meta["negotiated_transport"]) == {"/y", "/u", "/flows/laser", "/flows/image"}
+    a = analyse_loop_run(load_loop_run(run_dir))
+    assert a["ok"] and abs(a["step"]["Overshoot"] - a["baseline_step"]["Overshoot"]) < 2.0
+    for f in cfg["flows"]:
+        assert analyse_flow(run_dir, f)["MDR"] >= 0.97
+    robot = relay_stats(run_dir, "robot")
+    assert robot["rate_mbit"] == pytest.approx(85.0)           # 0.85 x 100 Mbit/s
+    assert robot["topics"]["/y"]["priority"] == 250 and robot["topics"]["/flows/image"]["priority"] == 190
+    assert robot["foreign"] == 0 and robot["send_errors"] == 0
+    record = json.loads((run_dir / "transport.json").read_text())
+    assert record["implementation"] == "own" and len(record["stats_files"]) == 2
+
+
+@pytest.mark.root
+@needs_root
+def test_small_flow_keeps_its_delay_beside_an_image_over_wifi(tmp_path):
+    """The paper's two flows on one 6 Mbit/s 802.11a hop: the 1 KB / 20 ms flow's mean delay
+    beside the 64 KB / 150 ms image stays within ~2 ms of the flow alone (measured here:
+    about +1 ms), and its period at the destination stays regular."""
+    laser, image = dict(LASER, count=300), dict(IMAGE, count=40)
+    opts = {"priority": {"rt_priority": 5}}
+    cfg_alone, alone = run(tmp_path / "alone", {"link": "wifi6", "transport": "priority", "loop": {"type": "none"},
+                                                "flows": [laser], "transport_options": opts}, "alone")
+    cfg_both, both = run(tmp_path / "both", {"link": "wifi6", "transport": "priority", "loop": {"type": "none"},
+                                             "flows": [laser, image], "transport_options": opts}, "both")
+    metas = [meta_of(alone / "runs" / "priority-r0"), meta_of(both / "runs" / "priority-r0")]
+    for m in metas:
+        assert m["status"] in ("complete", "invalid"), m.get("error")
+    ref = analyse_flow(alone / "runs" / "priority-r0", cfg_alone["flows"][0])
+    small, big = (analyse_flow(both / "runs" / "priority-r0", f) for f in cfg_both["flows"])
+    assert ref["MDR"] >= 0.99 and small["MDR"] >= 0.99 and big["MDR"] >= 0.9
+    if any(m["status"] != "complete" for m in metas):
+        pytest.skip("ns-3 fell behind real time (machine busy): delays not trustworthy; "
+                    + "; ".join(m.get("error") or "" for m in metas))
+    extra = small["delay"]["mean_ms"] - ref["delay"]["mean_ms"]
+    assert extra < 3.0, f"1 KB flow delay {small['delay']['mean_ms']:.2f} ms vs {ref['delay']['mean_ms']:.2f} alone"
+    assert small["period"]["std_ms"] < 3.5, small["period"]
+    # the image itself: ~64 KB at ~5 Mbit/s, not starved
+    assert big["delay"]["p50_ms"] < 250
+
+
+def test_priorities_changed_during_a_run_take_effect(tmp_path):
+    """Two flows share a relay paced at 2 Mbit/s (loopback) while offering 3.3 Mbit/s: the
+    more urgent one goes through at once, the other queues and loses messages. Swapping
+    their priorities mid-run (the relays' ~priorities parameter) swaps the outcome."""
+    flows = [{"name": "a", "size_bytes": 4096, "period": 0.02, "count": 400},
+             {"name": "b", "size_bytes": 4096, "period": 0.02, "count": 400}]
+    transport = get_transport("priority")
+    switched: dict[str, float] = {}
+
+    def switch():
+        deadline = time.monotonic() + 60
+        while not transport.processes and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(6.0)   # the flows run from about 2-3 s after the relays start
+        transport.set_priorities({"/flows/a": 100, "/flows/b": 200})
+        switched["at_ns"] = time.time_ns()
+
+    worker = threading.Thread(target=switch, daemon=True)
+    worker.start()
+    cfg, out = run(tmp_path, {"link": "loopback", "transport": "priority", "loop": {"type": "none"}, "flows": flows,
+                              "transport_options": {"priority": {"rate_mbit": 2.0, "max_queue_bytes": 65536,
+                                                                 "priorities": {"/flows/a": 200, "/flows/b": 100}}}})
+    worker.join(timeout=5)
+    run_dir = out / "runs" / "priority-r0"
+    assert meta_of(run_dir)["status"] == "complete", meta_of(run_dir).get("error")
+    assert "at_ns" in switched
+    t_switch = switched["at_ns"]
+
+    def delays(name):
+        tx = read_events(run_dir / "records" / f"flow_{name}_tx.csv")
+        rx = read_events(run_dir / "records" / f"flow_{name}_rx.csv")
+        sent = dict(zip(tx.seq.tolist(), tx.stamp_ns.tolist()))
+        before = [(r - sent[s]) / 1e6 for s, r in zip(rx.seq.tolist(), rx.recv_ns.tolist())
+                  if s in sent and sent[s] < t_switch - 0.5e9]
+        after = [(r - sent[s]) / 1e6 for s, r in zip(rx.seq.tolist(), rx.recv_ns.tolist())
+                 if s in sent and sent[s] > t_switch + 1.0e9]
+        return np.array(before), np.array(after)
+
+    a_before, a_after = delays("a")
+    b_before, b_after = delays("b")
+    assert len(a_before) > 50 and len(b_after) > 50, (len(a_before), len(b_after))
+    # the urgent flow: its own ~17 ms of serialisation at 2 Mbit/s; the other: the queue (64 KB
+    # at 2 Mbit/s is ~260 ms) or dropped
+    assert np.median(a_before) < 30 and (np.median(b_before) > 80 or len(b_before) < 0.6 * len(a_before))
+    assert np.median(b_after) < 30 and (np.median(a_after) > 80 or len(a_after) < 0.6 * len(b_after))
+    robot = relay_stats(run_dir, "robot")
+    assert robot["topics"]["/flows/b"]["priority"] == 200 and robot["topics"]["/flows/a"]["priority"] == 100
+    assert robot["topics"]["/flows/a"]["dropped"] > 0 and robot["topics"]["/flows/b"]["dropped"] > 0

@@ -1,0 +1,264 @@
+"""Robustness of the relay nodes against what the network may bring: malformed, truncated,
+duplicated, reordered, incomplete, oversized and foreign packets (real nodes on a real
+roscore, loopback, no root). The relays must never crash, never grow without bound, count
+what they drop, and keep delivering valid messages. The decoders themselves are fuzzed by
+test/fuzz (see test_transport_fuzz.py) and unit-tested by the C++ gtest."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+from netloop import paths, rosenv
+from netloop.analysis.records import read_events
+from netloop.master import free_port, wait_for
+from netloop.processes import ProcessGroup
+from netloop.transports.relay_common import message_type
+
+pytestmark = pytest.mark.integration
+
+HEADER = struct.Struct("<IBBBBBBBBIIIIIHHHH")
+FRAME = struct.Struct("<IBBBBIIIIII")
+PACKET_MAGIC, FRAME_MAGIC = 0x31524C4E, 0x31544C4E
+MAX_DATAGRAM = 1472
+
+
+
+@pytest.fixture(autouse=True, scope="module")
+def nothing_left_behind():
+    """After this file's tests: no process started by them and no testbed of theirs remains."""
+    yield
+    from netloop.processes import _descendants  # noqa: PLC0415
+    assert wait_for(lambda: not _descendants(os.getpid()), 10), f"processes left: {_descendants(os.getpid())}"
+    records = [json.loads(p.read_text()) for p in Path("/run/netloop").glob("*.json")] \
+        if Path("/run/netloop").is_dir() else []
+    assert not [r for r in records if r.get("owner_pid") == os.getpid()], "a testbed of these tests is still up"
+
+def fnv1a(name: str) -> int:
+    h = 2166136261
+    for b in name.encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def packets(data: bytes, topic: str, msg_id: int, kind: int = 1, epoch: int = 7, src: int = 0, dst: int = 0,
+            frag_size: int = MAX_DATAGRAM - 40) -> list[bytes]:
+    """The datagrams of one message, as src/relays/relay_wire.h describes them."""
+    count = max(1, -(-len(data) // frag_size))
+    out = []
+    for i in range(count):
+        part = data[i * frag_size:(i + 1) * frag_size]
+        out.append(HEADER.pack(PACKET_MAGIC, 1, kind, 0, 0, src, dst, 1, 0, fnv1a(topic), epoch, msg_id,
+                               len(data), len(data), i, count, frag_size, len(part)) + part)
+    return out
+
+
+def frame(data: bytes, topic: str, msg_id: int, kind: int = 1) -> bytes:
+    return FRAME.pack(FRAME_MAGIC, 1, kind, 0, 0, fnv1a(topic), 7, msg_id, len(data), len(data), 0) + data
+
+
+def type_announcement(topic: str, t: dict) -> bytes:
+    def s16(s: str) -> bytes:
+        return struct.pack("<H", len(s)) + s.encode()
+    return s16(topic) + s16(t["type"]) + s16(t["md5"]) + struct.pack("<I", len(t["definition"])) + t["definition"].encode()
+
+
+def loop_sample(seq: int, padding: int = 0) -> bytes:
+    now = time.time()
+    secs, nsecs = int(now), int((now % 1) * 1e9)
+    return struct.pack("<IdIIqIII", seq, 0.5, secs, nsecs, -1, 0, 0, padding) + bytes(padding)
+
+
+@pytest.fixture
+def nodes(roscore, tmp_path):
+    """Starts netloop nodes on the test's roscore; stops them after the test."""
+    group = ProcessGroup(tmp_path / "logs")
+    env = rosenv.node_env(roscore.uri, "127.0.0.1", tmp_path / "ros")
+
+    def start(binary: str, name: str, params: dict, *remaps: str):
+        roscore.set_params(params, "/" + name)
+        return group.start(name, [str(paths.node_binary(binary)), f"__name:={name}", *remaps], env=env)
+    yield start
+    group.stop_all()
+
+
+def sink(nodes, tmp_path, topic: str):
+    """flow_sink recording every message arriving on `topic`."""
+    path = tmp_path / "rx.csv"
+    proc = nodes("flow_sink", "sink", {"transport": "tcp_nodelay", "record_path": str(path)}, f"flow:={topic}")
+    return proc, path
+
+
+def connected(roscore, node: str, topic: str) -> bool:
+    try:
+        return any(c["topic"] == topic and c["connected"] for c in roscore.bus_info(roscore.lookup_node(node)))
+    except Exception:  # noqa: BLE001 - not registered yet
+        return False
+
+
+def last_stats(path: Path) -> dict:
+    lines = path.read_text().splitlines() if path.exists() else []
+    return json.loads(lines[-1]) if lines else {}
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def received_seqs(path: Path) -> list[int]:
+    return read_events(path).seq.tolist() if path.exists() else []
+
+
+def test_udp_receiver_survives_hostile_datagrams(roscore, nodes, tmp_path):
+    lt = message_type("netloop/LoopSample")
+    port, stats = free_port(), tmp_path / "stats.jsonl"
+    relay = nodes("nimbro_relay", "rx", {
+        "role": "udp_receiver", "address": "127.0.0.1", "port": port, "allowed_peers": ["127.0.0.1"],
+        "topics": [{"name": "/t", "type": lt["type"], "md5": lt["md5"], "definition": lt["definition"]}],
+        "reassembly_timeout": 0.3, "max_message_bytes": 1 << 20, "max_pending_bytes": 2 << 20,
+        "max_pending_messages": 16, "stats_period": 0.2, "stats_path": str(stats)})
+    proc, rx = sink(nodes, tmp_path, "/t")
+    assert wait_for(lambda: connected(roscore, "/sink", "/t"), 15), "sink never connected to the receiver"
+    peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    peer.bind(("127.0.0.1", 0))
+    dest = ("127.0.0.1", port)
+    send = lambda p, s=peer: s.sendto(p, dest)  # noqa: E731
+
+    # a fragmented message, its datagrams reversed and each sent twice: delivered once
+    m1 = packets(loop_sample(1, padding=3000), "/t", 1)
+    assert len(m1) == 3
+    for p in reversed(m1 + m1):
+        send(p)
+    # garbage, truncations, wrong magic/version/kind, inconsistent fragments
+    rng = random.Random(4)
+    for _ in range(300):
+        send(bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 200))))
+    for p in m1:
+        send(p[:rng.randrange(0, len(p))])
+    bad = bytearray(m1[0])
+    bad[4] = 9
+    send(bytes(bad))
+    bad = bytearray(m1[0])
+    bad[34] = 200  # frag_count
+    send(bytes(bad))
+    # a message from an address that is not a peer
+    foreign = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    foreign.bind(("127.0.0.2", 0))
+    for p in packets(loop_sample(2), "/t", 2):
+        foreign.sendto(p, dest)
+    # an unknown topic, and an incomplete message (its last datagram lost)
+    send(packets(loop_sample(3), "/other", 3)[0])
+    for p in packets(loop_sample(4, padding=5000), "/t", 4)[:-1]:
+        send(p)
+    # a flood of first fragments of huge messages: memory must stay bounded
+    rss0 = rss_kib(relay.pid)
+    for i in range(3000):
+        head = packets(bytes(1 << 20), "/t", 1000 + i)[0]
+        send(head)
+    time.sleep(1.0)
+    # still delivering
+    for p in packets(loop_sample(5, padding=2000), "/t", 5):
+        send(p)
+    assert wait_for(lambda: 5 in received_seqs(rx), 5), "a valid message after the attack was not delivered"
+    time.sleep(0.5)
+    assert relay.poll() is None and proc.poll() is None
+    assert received_seqs(rx) == [1, 5]          # m1 once, nothing foreign, incomplete or unknown
+    s = last_stats(stats)
+    assert s["foreign"] >= 1 and s["unknown_topic"] >= 1
+    assert sum(s["malformed"].values()) >= 300
+    r = s["reassembly"]
+    assert r["duplicate_messages"] + r["duplicate_packets"] >= 3
+    assert r["timed_out"] + r["evicted"] >= 1 and r["pending_bytes"] <= 2 << 20
+    assert r["evicted"] + r["too_large"] >= 2900
+    assert rss_kib(relay.pid) - rss0 < 64 * 1024, "receiver memory grew by more than 64 MB"
+    assert s["topics"]["/t"]["published"] == 2
+
+
+def test_tcp_receiver_closes_bad_streams(roscore, nodes, tmp_path):
+    lt = message_type("netloop/LoopSample")
+    port, stats = free_port(), tmp_path / "stats.jsonl"
+    relay = nodes("nimbro_relay", "rx", {
+        "role": "tcp_receiver", "address": "127.0.0.1", "port": port, "allowed_peers": ["127.0.0.1"],
+        "topics": [{"name": "/t"}], "stats_period": 0.2, "stats_path": str(stats)})  # type learnt from the stream
+    proc, rx = sink(nodes, tmp_path, "/t")
+    time.sleep(1.0)
+    assert wait_for(lambda: stats.exists(), 10)
+    # not a peer: refused
+    c = socket.socket()
+    c.bind(("127.0.0.2", 0))
+    c.connect(("127.0.0.1", port))
+    c.settimeout(3)
+    assert c.recv(10) == b""  # closed by the receiver
+    # garbage from a peer: the connection is dropped
+    g = socket.create_connection(("127.0.0.1", port))
+    g.sendall(b"GET / HTTP/1.0\r\n\r\n" + bytes(100))
+    g.settimeout(3)
+    assert g.recv(10) == b""
+    # a frame claiming 4 GB: dropped before buffering anything
+    h = socket.create_connection(("127.0.0.1", port))
+    h.sendall(FRAME.pack(FRAME_MAGIC, 1, 1, 0, 0, fnv1a("/t"), 7, 1, 0xFFFFFFF0, 0xFFFFFFF0, 0))
+    h.settimeout(3)
+    assert h.recv(10) == b""
+    # a proper stream: the type announcement (the receiver advertises /t, the sink connects),
+    # then messages cut at random points
+    ok = socket.create_connection(("127.0.0.1", port))
+    ok.sendall(frame(type_announcement("/t", lt), "/t", 0, kind=2))
+    assert wait_for(lambda: connected(roscore, "/sink", "/t"), 10), "not advertised from the type announcement"
+    stream = b"".join(frame(loop_sample(k, padding=k * 100), "/t", k) for k in range(1, 6))
+    pos = 0
+    while pos < len(stream):
+        n = random.randint(1, 700)
+        ok.sendall(stream[pos:pos + n])
+        pos += n
+        time.sleep(0.001)
+    assert wait_for(lambda: len(received_seqs(rx)) >= 5, 10)
+    time.sleep(0.5)
+    s = last_stats(stats)
+    assert relay.poll() is None and proc.poll() is None
+    assert s["foreign"] == 1 and s["stream_errors"] == 2
+    assert received_seqs(rx) == [1, 2, 3, 4, 5]
+    ok.close()
+
+
+def test_priority_relay_drops_foreign_and_malformed(roscore, nodes, tmp_path):
+    lt = message_type("netloop/LoopSample")
+    peer_port, own_port, stats = free_port(), free_port(), tmp_path / "stats.jsonl"
+    relay = nodes("priority_relay", "prio", {
+        "self": 1, "hosts": [{"name": "robot", "address": "127.0.0.1", "port": peer_port},
+                             {"name": "operator", "address": "127.0.0.1", "port": own_port}],
+        "topics": [{"name": "/t", "type": lt["type"], "md5": lt["md5"], "definition": lt["definition"],
+                    "priority": 100, "source": 0, "dest": 1}],
+        "stats_period": 0.2, "stats_path": str(stats), "max_pending_bytes": 1 << 20})
+    proc, rx = sink(nodes, tmp_path, "/t")
+    assert wait_for(lambda: connected(roscore, "/sink", "/t"), 15)
+    peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    peer.bind(("127.0.0.1", peer_port))          # the configured peer: address AND port
+    other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    other.bind(("127.0.0.1", 0))                 # right address, wrong port: foreign
+    dest = ("127.0.0.1", own_port)
+    for p in packets(loop_sample(1), "/t", 1, src=0, dst=1):
+        other.sendto(p, dest)
+    for p in packets(loop_sample(2), "/t", 2, src=5, dst=1):   # no such host
+        peer.sendto(p, dest)
+    for p in packets(loop_sample(3), "/t", 3, src=1, dst=1):   # claims to come from ourselves
+        peer.sendto(p, dest)
+    for _ in range(200):
+        peer.sendto(random.randbytes(random.randrange(0, 100)), dest)
+    for p in packets(loop_sample(4, padding=4000), "/t", 4, src=0, dst=1)[::-1]:
+        peer.sendto(p, dest)
+    assert wait_for(lambda: 4 in received_seqs(rx), 5)
+    time.sleep(0.5)
+    s = last_stats(stats)
+    assert relay.poll() is None
+    assert received_seqs(rx) == [4]
+    assert s["foreign"] >= 1 and sum(s["malformed"].values()) >= 200
+    assert s["topics"]["/t"]["published"] == 1
