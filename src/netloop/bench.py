@@ -123,9 +123,35 @@ def _md(results: dict[str, Any]) -> str:
                   "worst 1 s window | CPU [share of a core] |", "|---|---|---|---|---|---|---|",
                   f"| {sim['physics_step_ms']:.3f} | {sim['camera_frame_ms']:.2f} | {sim['jpeg_encode_ms']:.2f} | "
                   f"{sim['scan_ms']:.2f} | {sim['rtf']:.3f} | {sim['rtf_window_min']:.3f} | {sim['cpu_share']:.2f} |", ""]
-    lines += ["## Relay transports", "", "```", json.dumps(results.get("relays", {}), indent=1, default=str)[:6000],
-              "```", ""]
+    lines += ["## Relay transports", ""] + _relays_md(results.get("relays", {}))
     return "\n".join(lines)
+
+
+def _relays_md(r: dict[str, Any]) -> list[str]:
+    if "skipped" in r or not r:
+        return [f"Skipped: {r.get('skipped', 'not run')}", ""]
+    lines = ["Loopback, the loop's messages through each transport (added = over direct tcp_nodelay):", "",
+             "| transport | one-way p50 [ms] | p99 [ms] | added p50 [ms] | added p99 [ms] | relay CPU per message [µs] |",
+             "|---|---|---|---|---|---|"]
+    for name, v in r.get("loopback", {}).items():
+        lines.append(f"| {name} | {v.get('D_p50_ms', '–')} | {v.get('D_p99_ms', '–')} | {v.get('added_p50_ms', '–')} | "
+                     f"{v.get('added_p99_ms', '–')} | {v.get('relay_cpu_us_per_message') or '–'} |")
+    pw = r.get("priority_wifi", {})
+    if pw:
+        lines += ["", "`priority` on wifi6: a 1 KB / 20 ms high-priority flow, alone and beside a 64 KB / 150 ms image:", "",
+                  "| case | run | 1 KB flow D mean [ms] | D p99 [ms] | std J_d [ms] | MDR |", "|---|---|---|---|---|---|"]
+        for case in ("unperturbed", "priority", "udp/tcp_nodelay"):
+            c = pw.get(case)
+            if c and c.get("laser"):
+                lsr = c["laser"]
+                lines.append(f"| {case if case != 'priority' else 'priority, image beside'}"
+                             f"{'' if case != 'udp/tcp_nodelay' else ', image beside'} | {c['run']['status']} | "
+                             f"{lsr['D_mean_ms']} | {lsr['D_p99_ms']} | {lsr['std_Jd_ms']} | {lsr['MDR']} |")
+    g = r.get("goodput_wifi", {})
+    if g:
+        lines += ["", f"One bulk topic over `priority` on wifi6: {g['priority_bulk']['bandwidth_mbit']} Mbit/s, "
+                      f"{g['goodput_ratio']:.2f} of the raw UDP goodput ({g['udp_raw']['mbit_s']:.2f} Mbit/s)."]
+    return lines + [""]
 
 
 def _testbed_md(tb: dict[str, Any]) -> list[str]:
