@@ -1,13 +1,16 @@
 """Shared fixtures: the package's ROS environment and a real roscore on a free port."""
 from __future__ import annotations
 
+import json
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 
 from netloop import paths, rosenv
-from netloop.master import RosMaster
-from netloop.processes import ProcessGroup
+from netloop.master import RosMaster, wait_for
+from netloop.processes import ProcessGroup, _descendants
 
 
 def pytest_configure(config):
@@ -32,3 +35,13 @@ def roscore(tmp_path, ros_env):
         master.start()
         master.group = group
         yield master
+
+
+@pytest.fixture(scope="module")
+def nothing_left_behind():
+    """After a module's tests: no process started by them and no testbed of theirs remains."""
+    yield
+    assert wait_for(lambda: not _descendants(os.getpid()), 10), f"processes left: {_descendants(os.getpid())}"
+    records = [json.loads(p.read_text()) for p in Path("/run/netloop").glob("*.json")] \
+        if Path("/run/netloop").is_dir() else []
+    assert not [r for r in records if r.get("owner_pid") == os.getpid()], "a testbed of these tests is still up"

@@ -7,42 +7,25 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
+from campaign_helpers import relay_stats, run_campaign
 
 from netloop.analysis.flow_run import analyse_flow
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
-from netloop.experiment import validate_experiment
-from netloop.master import wait_for
-from netloop.runner import campaign_dir_for, run_experiment
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("nothing_left_behind")]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 LASER = {"name": "laser", "size_bytes": 1024, "period": 0.02, "count": 0}
 IMAGE = {"name": "image", "size_bytes": 65536, "period": 0.15, "count": 0}
 
 
 
-@pytest.fixture(autouse=True, scope="module")
-def nothing_left_behind():
-    """After this file's tests: no process started by them and no testbed of theirs remains."""
-    yield
-    from netloop.processes import _descendants  # noqa: PLC0415
-    assert wait_for(lambda: not _descendants(os.getpid()), 10), f"processes left: {_descendants(os.getpid())}"
-    records = [json.loads(p.read_text()) for p in Path("/run/netloop").glob("*.json")] \
-        if Path("/run/netloop").is_dir() else []
-    assert not [r for r in records if r.get("owner_pid") == os.getpid()], "a testbed of these tests is still up"
-
 def run(tmp_path, doc, name="nimbro"):
-    cfg = validate_experiment(doc, name=name)
-    out = campaign_dir_for(cfg, tmp_path)
-    run_experiment(cfg, out, log=lambda _: None)
-    return cfg, out
+    return run_campaign(tmp_path, doc, name)
 
 
-def last(run_dir, node):
-    return json.loads((run_dir / "records" / f"relay_{node}_stats.jsonl").read_text().splitlines()[-1])
+last = relay_stats
 
 
 def check(cfg, run_dir, min_mdr=0.97):
@@ -117,7 +100,10 @@ def test_fragmented_messages_missing_a_datagram_are_dropped(tmp_path):
                               "transport_options": {"nimbro": {"reassembly_timeout": 0.2}}})
     run_dir = out / "runs" / "nimbro-r0"
     meta = json.loads((run_dir / "metadata.json").read_text())
-    assert meta["status"] == "complete", meta.get("error")
+    # a loaded machine may make the userspace shaper lag, which marks the run invalid; the
+    # loss and reassembly checked here do not depend on timing
+    assert meta["status"] == "complete" or (
+        meta["status"] == "invalid" and "behind real time" in meta["error"]), meta.get("error")
     laser, image = (analyse_flow(run_dir, f) for f in cfg["flows"])
     assert laser["MDR"] > 0.9                      # one datagram each: ~3 % lost
     assert image["MDR"] < 0.6                      # 46 datagrams each: 0.97^46 = 25 % complete

@@ -7,41 +7,25 @@ import json
 import os
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from campaign_helpers import run_campaign
 
 from netloop.analysis.flow_run import analyse_flow
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.analysis.records import read_events
-from netloop.experiment import validate_experiment
-from netloop.master import wait_for
-from netloop.runner import campaign_dir_for, run_experiment
 from netloop.transports import get_transport
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("nothing_left_behind")]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 LASER = {"name": "laser", "size_bytes": 1024, "period": 0.02, "count": 0}
 IMAGE = {"name": "image", "size_bytes": 65536, "period": 0.15, "count": 0}
 
 
 
-@pytest.fixture(autouse=True, scope="module")
-def nothing_left_behind():
-    """After this file's tests: no process started by them and no testbed of theirs remains."""
-    yield
-    from netloop.processes import _descendants  # noqa: PLC0415
-    assert wait_for(lambda: not _descendants(os.getpid()), 10), f"processes left: {_descendants(os.getpid())}"
-    records = [json.loads(p.read_text()) for p in Path("/run/netloop").glob("*.json")] \
-        if Path("/run/netloop").is_dir() else []
-    assert not [r for r in records if r.get("owner_pid") == os.getpid()], "a testbed of these tests is still up"
-
 def run(tmp_path, doc, name="prio"):
-    cfg = validate_experiment(doc, name=name)
-    out = campaign_dir_for(cfg, tmp_path)
-    run_experiment(cfg, out, log=lambda _: None)
-    return cfg, out
+    return run_campaign(tmp_path, doc, name)
 
 
 def meta_of(run_dir):
