@@ -6,7 +6,6 @@ test/fuzz (see test_transport_fuzz.py) and unit-tested by the C++ gtest."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import socket
 import struct
@@ -21,7 +20,7 @@ from netloop.master import free_port, wait_for
 from netloop.processes import ProcessGroup
 from netloop.transports.relay_common import message_type
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("nothing_left_behind")]
 
 HEADER = struct.Struct("<IBBBBBBBBIIIIIHHHH")
 FRAME = struct.Struct("<IBBBBIIIIII")
@@ -29,16 +28,6 @@ PACKET_MAGIC, FRAME_MAGIC = 0x31524C4E, 0x31544C4E
 MAX_DATAGRAM = 1472
 
 
-
-@pytest.fixture(autouse=True, scope="module")
-def nothing_left_behind():
-    """After this file's tests: no process started by them and no testbed of theirs remains."""
-    yield
-    from netloop.processes import _descendants  # noqa: PLC0415
-    assert wait_for(lambda: not _descendants(os.getpid()), 10), f"processes left: {_descendants(os.getpid())}"
-    records = [json.loads(p.read_text()) for p in Path("/run/netloop").glob("*.json")] \
-        if Path("/run/netloop").is_dir() else []
-    assert not [r for r in records if r.get("owner_pid") == os.getpid()], "a testbed of these tests is still up"
 
 def fnv1a(name: str) -> int:
     h = 2166136261

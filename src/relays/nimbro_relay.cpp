@@ -449,20 +449,11 @@ class ReceiverBase {
     RecvTopic& r = it->second;
     r.c.in_msgs++;
     r.c.in_bytes += data.size();
-    const std::vector<uint8_t>* payload = &data;
-    std::vector<uint8_t> inflated;
-    if (flags & kFlagCompressed) {
-      if (!decompressBytes(data.data(), data.size(), orig_len, limits_.max_message_bytes, inflated)) {
-        ++bad_payload_;
-        return;
-      }
-      payload = &inflated;
+    switch (r.outlet->publishPayload(data, flags, orig_len, limits_.max_message_bytes)) {
+      case Outlet::Delivery::Published: r.c.published++; break;
+      case Outlet::Delivery::BadPayload: ++bad_payload_; break;
+      case Outlet::Delivery::Untyped: ++untyped_; break;
     }
-    if (!r.outlet->publish(payload->data(), payload->size())) {
-      ++untyped_;
-      return;
-    }
-    r.c.published++;
   }
 
   void countMalformed(Error e) {

@@ -450,20 +450,11 @@ class PriorityRelay {
       return;
     }
     t.s.received++;
-    const std::vector<uint8_t>* payload = &m.data;
-    std::vector<uint8_t> inflated;
-    if (m.h.flags & kFlagCompressed) {
-      if (!decompressBytes(m.data.data(), m.data.size(), m.h.orig_len, limits_.max_message_bytes, inflated)) {
-        ++bad_payload_;
-        return;
-      }
-      payload = &inflated;
+    switch (t.outlet->publishPayload(m.data, m.h.flags, m.h.orig_len, limits_.max_message_bytes)) {
+      case Outlet::Delivery::Published: t.s.published++; break;
+      case Outlet::Delivery::BadPayload: ++bad_payload_; break;
+      case Outlet::Delivery::Untyped: ++untyped_; break;
     }
-    if (!t.outlet->publish(payload->data(), payload->size())) {
-      ++untyped_;
-      return;
-    }
-    t.s.published++;
   }
 
   ros::NodeHandle& nh_;

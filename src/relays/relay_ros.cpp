@@ -196,6 +196,14 @@ bool Outlet::publish(const uint8_t* data, size_t len) {
   return true;
 }
 
+Outlet::Delivery Outlet::publishPayload(const std::vector<uint8_t>& data, uint8_t flags, size_t orig_len,
+                                        size_t max_bytes) {
+  if (!(flags & kFlagCompressed)) return publish(data.data(), data.size()) ? Delivery::Published : Delivery::Untyped;
+  std::vector<uint8_t> inflated;
+  if (!decompressBytes(data.data(), data.size(), orig_len, max_bytes, inflated)) return Delivery::BadPayload;
+  return publish(inflated.data(), inflated.size()) ? Delivery::Published : Delivery::Untyped;
+}
+
 StatsWriter::StatsWriter(ros::NodeHandle nh, const std::string& topic, const std::string& path) : path_(path) {
   pub_ = nh.advertise<std_msgs::String>(topic, 10);
   if (!path.empty()) {

@@ -82,6 +82,12 @@ class Outlet {
   bool advertised() const;
   /// Publishes one serialized message; false if the type is unknown yet.
   bool publish(const uint8_t* data, size_t len);
+
+  enum class Delivery { Published, BadPayload, Untyped };
+  /// Publishes a received payload: inflated first when `flags` has kFlagCompressed (to
+  /// `orig_len` bytes, at most `max_bytes`). BadPayload: it does not inflate; Untyped: the
+  /// type is not known yet.
+  Delivery publishPayload(const std::vector<uint8_t>& data, uint8_t flags, size_t orig_len, size_t max_bytes);
   const std::string& topic() const { return topic_; }
 
  private:
