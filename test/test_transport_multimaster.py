@@ -26,7 +26,9 @@ LASER = {"name": "laser", "size_bytes": 1024, "period": 0.02, "count": 0}
 
 
 def run(tmp_path, doc, name="mm"):
-    return run_campaign(tmp_path, doc, name)
+    """Runs the campaign; returns (config, the directory of its one multimaster run)."""
+    cfg, out = run_campaign(tmp_path, doc, name)
+    return cfg, out / "runs" / "multimaster-r0"
 
 
 def stats(run_dir, host):
