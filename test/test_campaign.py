@@ -25,10 +25,12 @@ def test_matrix_expansion_order_and_ids():
     assert [c.repetition for c in cells[:8]] == [0] * 8    # repetition by repetition
     assert cells[0].run_id == "tcp__delay_ms=0__K=1.0-r0"
     assert cells[3].condition == "tcp delay_ms=20 K=2.0"
-    run_cfg = for_cell(cfg, cells[3])
-    assert run_cfg["link_params"]["delay_ms"] == 20 and run_cfg["loop"]["controller"]["K"] == 2.0
-    assert run_cfg["transport"] == "tcp" and run_cfg["cell"]["settings"] == {"link_params.delay_ms": 20,
-                                                                             "loop.controller.K": 2.0}
+    run = for_cell(cfg, cells[3])
+    assert run.experiment.link_params["delay_ms"] == 20 and run.experiment.loop.controller.K == 2.0
+    assert run.transport == "tcp" and run.settings == {"link_params.delay_ms": 20, "loop.controller.K": 2.0}
+    meta = run.metadata()   # what metadata.json records: plain data, the run's one transport and its cell
+    assert meta["transport"] == "tcp" and meta["cell"]["settings"] == run.settings
+    assert meta["loop"]["controller"]["K"] == 2.0 and meta["flows"] == []
 
 
 def test_sweep_of_flow_size_and_all_transports():
@@ -36,15 +38,45 @@ def test_sweep_of_flow_size_and_all_transports():
                                "sweep": {"flows[0].size_bytes": [1024, 65536]}}, name="m")
     cells = expand(cfg)
     from netloop.transports import transport_names
-    assert cfg["transport"] == transport_names()
-    assert {for_cell(cfg, c)["flows"][0]["size_bytes"] for c in cells} == {1024, 65536}
+    assert cfg.transport == transport_names()
+    assert {for_cell(cfg, c).experiment.flows[0].size_bytes for c in cells} == {1024, 65536}
+
+
+def test_zip_sweep_varies_keys_together():
+    """Pound Fig. 19: size and period varied together (a constant offered load), crossed with
+    the other axes."""
+    cfg = validate_experiment({"flows": [{"name": "bulk"}], "transport": ["tcp", "udp"], "sweep": {
+        "zip": {"flows[0].size_bytes": [1024, 4096, 16384], "flows[0].period": [0.001, 0.004, 0.016]},
+        "loop.controller.K": [1.0, 2.0]}}, name="z")
+    cells = expand(cfg)
+    assert len(cells) == 2 * 3 * 2
+    loads = set()
+    for c in cells:
+        flow = for_cell(cfg, c).experiment.flows[0]
+        loads.add(round(flow.size_bytes / flow.period))
+    assert loads == {1024_000}
+    assert cells[0].condition == "tcp size_bytes=1024 period=0.001 K=1.0"
+
+
+@pytest.mark.parametrize("zip_,words", [
+    ({"flows[0].size_bytes": [1024, 2048], "flows[0].period": [0.1]},
+     "sweep.zip: the lists of a zip group must have equal lengths, got flows[0].size_bytes: 2, flows[0].period: 1"),
+    ({"flows[0].size_bytes": [1024, 2048]}, "sweep.zip: expected a mapping of at least two key paths"),
+    ([{"flows[0].size_bytes": [1, 2], "flows[0].period": [0.1, 0.2]}, {"loop.controller.K": 3}],
+     "sweep.zip[1]: expected a mapping of at least two key paths"),
+    ({"flows[0].size_bytes": [1024, 1024], "flows[0].period": [0.1, 0.2]}, "values must be distinct"),
+])
+def test_bad_zip_sweeps_refused(zip_, words):
+    with pytest.raises(ConfigError) as err:
+        validate_experiment({"flows": [{"name": "bulk"}], "sweep": {"zip": zip_}}, name="z")
+    assert words in str(err.value)
 
 
 @pytest.mark.parametrize("sweep,words", [
     ({"link_params.delay_ms": [5, -1]}, "sweep (link_params.delay_ms=-1): link_params.delay_ms"),
     ({"loop.plant.Q": [1]}, "loop.plant.Q: unknown key"),
     ({"flows[2].size_bytes": [10]}, "sweep.flows[2].size_bytes: no such key"),
-    ({"loop.controller.K": []}, "expected at least 1 items"),
+    ({"loop.controller.K": []}, "sweep.loop.controller.K: expected a non-empty list of values"),
 ])
 def test_bad_sweeps_refused(sweep, words):
     with pytest.raises(ConfigError) as err:

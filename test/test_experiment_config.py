@@ -16,20 +16,21 @@ def test_shipped_experiments_are_valid():
     assert shipped, "no experiment files shipped"
     for path in shipped:
         cfg = load_experiment(path)
-        assert cfg["name"]
+        assert cfg.name
 
 
 def test_defaults_are_the_pound_paper_loop():
     cfg = validate_experiment({}, name="x")
-    plant, ctl = cfg["loop"]["plant"], cfg["loop"]["controller"]
-    assert (plant["R"], plant["L"], plant["C"], plant["period"]) == (1.0, 0.1, 0.1, 0.02)
-    assert (ctl["K"], ctl["reference"]) == (1.0, 1.0)
-    assert cfg["transport"] == ["tcp_nodelay"] and cfg["link"] == "loopback"
+    plant, ctl = cfg.loop.plant, cfg.loop.controller
+    assert (plant.R, plant.L, plant.C, plant.period) == (1.0, 0.1, 0.1, 0.02)
+    assert (ctl.K, ctl.reference) == (1.0, 1.0)
+    assert cfg.transport == ["tcp_nodelay"] and cfg.link == "loopback"
+    assert (cfg.loop.publisher_queue_size, cfg.loop.subscriber_queue_size) == (10, 10)
 
 
 def test_one_word_transport_and_expansion():
     cfg = validate_experiment({"transport": "udp", "repetitions": 3}, name="x")
-    assert cfg["transport"] == ["udp"]
+    assert cfg.transport == ["udp"]
     assert [c.run_id for c in expand(cfg)] == ["udp-r0", "udp-r1", "udp-r2"]
 
 
@@ -54,6 +55,53 @@ def test_bad_input_names_key_and_allowed_values(doc, key, words):
     assert text.startswith(f"exp.yaml: {key}: ")
     for w in words:
         assert w in text
+
+
+def test_every_problem_of_a_file_is_reported_at_once():
+    doc = {"transport": ["tcp", "quic"], "colour": "red", "repetitions": 0,
+           "loop": {"plant": {"R": -1, "C": "big"}, "placement": {"plant": "moon"}},
+           "flows": [{"name": "a", "kind": "vidéo"}, {"size_bytes": 1}]}
+    with pytest.raises(ConfigError) as err:
+        validate_experiment(doc, source="exp.yaml", name="x")
+    keys = [k for k, _ in err.value.errors]
+    assert keys == ["transport[1]", "colour", "repetitions", "loop.plant.R", "loop.plant.C", "flows[0].kind",
+                    "flows[1].size_bytes", "flows[1].name"]
+    lines = str(err.value).splitlines()
+    assert len(lines) == len(keys) and all(line.startswith("exp.yaml: ") for line in lines)
+    assert err.value.key == "transport[1]"   # the first problem, as before
+
+
+def test_cross_key_problems_are_reported_together():
+    """Checks that need the link profile (hosts) run once the keys themselves are valid, and
+    report every problem too."""
+    with pytest.raises(ConfigError) as err:
+        validate_experiment({"loop": {"placement": {"plant": "moon", "controller": "mars"}},
+                             "flows": [{"name": "a", "to": ["operator", "sun"]}, {"name": "a"}]}, name="x")
+    keys = [k for k, _ in err.value.errors]
+    assert keys == ["flows[0].to[1]", "flows[1].name", "loop.placement.plant", "loop.placement.controller"]
+
+
+def test_typed_model_round_trips_through_plain_data():
+    from netloop.model import Experiment
+    from netloop.schema import to_dict
+    cfg = validate_experiment({"flows": [{"name": "img", "from": "operator", "to": "robot", "subscribers": 2}]},
+                              name="x")
+    assert isinstance(cfg, Experiment) and cfg.flows[0].from_ == "operator"
+    doc = to_dict(cfg)
+    assert doc["flows"][0]["from"] == "operator" and doc["flows"][0]["to"] == ["robot"]
+    assert validate_experiment(doc) == cfg
+    assert cfg.flows[0].subscriber_hosts == ["robot", "robot"]
+
+
+def test_loop_sample_size_matches_the_generated_message(ros_env):
+    """The one constant for the loop message's size, held to the message class catkin generates."""
+    code = ("from netloop.msg import LoopSample; import io; b = io.BytesIO(); "
+            "LoopSample(padding=b'x' * 100).serialize(b); print(len(b.getvalue()))")
+    res = subprocess.run([str(paths.REPO / ".venv/bin/python"), "-c", code], env=ros_env, capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    from netloop.loops.rlc import LOOP_SAMPLE_BYTES
+    assert int(res.stdout) == LOOP_SAMPLE_BYTES + 100
 
 
 def test_nan_given_in_yaml_is_refused():

@@ -25,7 +25,7 @@ from typing import Any
 
 from .analysis.loop_run import analyse_loop_run, load_loop_run
 from .analysis.records import read_events
-from .experiment import validate_experiment
+from .experiment import expand, for_cell, validate_experiment
 from .rundir import host_info, now_iso
 from .runner import run_cell
 
@@ -34,11 +34,10 @@ ECHO_RATES_HZ = (1000, 2000, 5000, 10000, 20000)
 
 
 def _run(work: Path, name: str, transport: str, samples: int, period: float) -> Path:
-    cfg = validate_experiment({"transport": transport, "loop": {"samples": samples, "plant": {"period": period}},
+    exp = validate_experiment({"transport": transport, "loop": {"samples": samples, "plant": {"period": period}},
                                "run_timeout": 120}, name="bench")
-    cfg["transport"] = transport
     run_dir = work / name
-    meta = run_cell(cfg, run_dir, log=lambda _: None)
+    meta = run_cell(for_cell(exp, expand(exp)[0]), run_dir, log=lambda _: None)
     if meta["status"] != "complete":
         raise RuntimeError(f"bench run {name} {meta['status']}: {meta.get('error')}")
     return run_dir

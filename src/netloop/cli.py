@@ -1,7 +1,7 @@
 """The ``netloop`` command.
 
     netloop run EXPERIMENT.yaml [--results DIR] [--dry-run]   run an experiment, then report
-    netloop report RESULTS_DIR                                 (re)write report.md + figures
+    netloop report RESULTS_DIR                                 (re)write report.html, report.md, figures
     netloop validate EXPERIMENT.yaml ...                       check experiment files only
     netloop testbed up|down|status                             emulated hosts and links
     netloop bag synthetic --out F.bag                          a LaserScan bag for the LIDAR flow
@@ -25,11 +25,11 @@ def _warn(cfg) -> None:
 
 
 def experiment_keys_markdown() -> str:
-    """The reference table of experiment-file keys, generated from the schema."""
-    from .experiment import EXPERIMENT
+    """The reference table of experiment-file keys, generated from the typed model."""
+    from .model import Experiment
     from .schema import describe
     lines = ["| key | allowed | default | meaning |", "|---|---|---|---|"]
-    for key, allowed, default, doc in describe(EXPERIMENT):
+    for key, allowed, default, doc in describe(Experiment.schema):
         lines.append(f"| `{key}` | {allowed} | {default} | {doc} |".replace("||", "| |"))
     return "\n".join(lines)
 
@@ -43,10 +43,10 @@ def _cmd_validate(args) -> int:
         print("netloop validate: name experiment files (or --keys for the reference)", file=sys.stderr)
         return 2
     for path in args.experiments:
-        cfg = load_experiment(path)
-        _warn(cfg)
-        print(f"{path}: ok ({len(expand(cfg))} runs: transports {', '.join(cfg['transport'])}, "
-              f"{cfg['repetitions']} repetition(s), link {cfg['link']})")
+        exp = load_experiment(path)
+        _warn(exp)
+        print(f"{path}: ok ({len(expand(exp))} runs: transports {', '.join(exp.transport)}, "
+              f"{exp.repetitions} repetition(s), link {exp.link})")
     return 0
 
 
@@ -68,18 +68,18 @@ def _cmd_run(args) -> int:
     _warn(cfg)
     cells = expand(cfg)
     if args.dry_run:
-        total = sum(estimated_run_seconds(for_cell(cfg, c)) for c in cells)
-        print(f"{cfg['name']}: {len(cells)} runs ({len(cells) // cfg['repetitions']} cells x "
-              f"{cfg['repetitions']} repetitions) on link '{cfg['link']}', about {total / 60:.1f} min")
+        total = sum(estimated_run_seconds(for_cell(cfg, c).experiment) for c in cells)
+        print(f"{cfg.name}: {len(cells)} runs ({len(cells) // cfg.repetitions} cells x "
+              f"{cfg.repetitions} repetitions) on link '{cfg.link}', about {total / 60:.1f} min")
         for c in cells:
             print(f"  {c.run_id}")
         return 0
-    if cfg["link"] != "loopback" and os.geteuid() != 0:
-        print(f"netloop: link '{cfg['link']}' needs root (it creates network namespaces); "
+    if cfg.link != "loopback" and os.geteuid() != 0:
+        print(f"netloop: link '{cfg.link}' needs root (it creates network namespaces); "
               f"run as root, or use 'link: loopback'", file=sys.stderr)
         return 2
     out = out or runner.campaign_dir_for(cfg, args.results)
-    print(f"netloop: running {cfg['name']} ({len(cells)} runs) into {out}")
+    print(f"netloop: running {cfg.name} ({len(cells)} runs) into {out}")
     runner.install_signal_handlers()
     try:
         runner.run_experiment(cfg, out, resume=bool(args.resume))
@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a short variant: 1 repetition, ~2 s of loop, flows cut to ~3 s (for tests)")
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("report", help="write report.md, CSV tables and figures for a results directory")
+    p = sub.add_parser("report", help="write report.html, report.md, CSV tables and figures for a results directory")
     p.add_argument("results", help="a run directory or an experiment's results directory")
     p.set_defaults(func=_cmd_report)
 

@@ -14,92 +14,80 @@ Every flow goes from one host to another on its own topic (``/flows/<name>`` unl
              ``flow_sink`` in relay mode on the sending host (rospy, and so rosbag, cannot
              publish over UDPROS), which records when each scan entered the network.
 
-At the destination ``flow_sink`` receives any type over the flow's transport and records
-each arrival. Send and receive times share one clock when hosts are namespaces of one
+At each destination ``flow_sink`` receives any type over the flow's transport and records
+each arrival; a flow may have several subscribers (``to`` lists hosts, ``subscribers`` per
+host), each its own node and record file. Send and receive times share one clock when hosts are namespaces of one
 machine, so one-way delays are exact.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .schema import ConfigError, Enum, Int, Map, Num, Str
+from .schema import Collector, ConfigError
 
-FLOW_KINDS = ["generic", "camera", "lidar_bag", "topic"]
-
-
-def flow_schema() -> Map:
-    return Map({
-        "name": Str(doc="flow name (letters, digits, _); topic /flows/<name>"),
-        "kind": Enum(FLOW_KINDS, "generic", "what is published (see below)", what="flow kind"),
-        "from": Str("robot", "sending host"),
-        "to": Str("operator", "receiving host"),
-        "topic": Str(None, "topic (default /flows/<name>)"),
-        "size_bytes": Int(1024, "generic: serialized message size [bytes]", ge=64, le=100_000_000),
-        "period": Num(0.1, "seconds between messages", gt=0, le=3600),
-        "count": Int(0, "messages to send; 0 = until the run ends", ge=0),
-        "start_delay": Num(1.0, "seconds between the subscriber connecting and the first message", ge=0),
-        "transport": Enum(["same", "tcp", "tcp_nodelay", "udp"], "same",
-                          "ROS transport of this flow's subscriber; 'same' = the run's transport decides",
-                          what="flow transport"),
-        "width": Int(320, "camera: image width [px]", ge=8, le=8192),
-        "height": Int(240, "camera: image height [px]", ge=8, le=8192),
-        "encoding": Enum(["jpeg", "raw"], "jpeg", "camera: CompressedImage (jpeg) or Image (raw rgb8)"),
-        "jpeg_quality": Int(80, "camera: JPEG quality", ge=1, le=100),
-        "bag": Str(None, "lidar_bag: bag file (default: a synthetic 20 Hz LaserScan bag)"),
-        "bag_topic": Str("/scan", "lidar_bag: topic in the bag"),
-        "source_topic": Str(None, "topic: a live topic on the sending host (e.g. the simulator's /scan)"),
-        "datatype": Str(None, "topic: its message type, e.g. sensor_msgs/CompressedImage"),
-    })
+if TYPE_CHECKING:  # pragma: no cover
+    from .model import Flow
 
 
-def check_flows(flows: list[dict], hosts: list[str], key: str = "flows") -> None:
-    """Cross-field checks: names unique and topic-safe, hosts known and different."""
-    seen = set()
+def check_flows(flows: list["Flow"], hosts: list[str], key: str = "flows") -> None:
+    """Cross-field checks: names unique and topic-safe, hosts known and different, the
+    fields a kind needs present; every problem is raised at once."""
+    seen, found = set(), Collector()
     for i, f in enumerate(flows):
         where = f"{key}[{i}]"
-        if not f["name"].replace("_", "").isalnum() or f["name"] in seen:
-            raise ConfigError(f"{where}.name", f"{f['name']!r} must be unique and made of letters, digits and _")
-        seen.add(f["name"])
-        for end in ("from", "to"):
-            if f[end] not in hosts:
-                raise ConfigError(f"{where}.{end}", f"unknown host {f[end]!r}; allowed: {', '.join(hosts)}")
-        if f["from"] == f["to"]:
-            raise ConfigError(f"{where}.to", f"a flow must cross the link: from and to are both {f['to']!r}")
-        if f["kind"] == "topic":
-            for key in ("source_topic", "datatype"):
-                if not f[key]:
-                    raise ConfigError(f"{where}.{key}", "required for a flow of kind topic")
-            try:
-                message_class(f["datatype"])
-            except ValueError as err:
-                raise ConfigError(f"{where}.datatype", str(err)) from None
-        if f["kind"] == "lidar_bag" and f["bag"]:
-            if not Path(f["bag"]).is_file():
-                raise ConfigError(f"{where}.bag", f"bag file {f['bag']!r} not found")
-            from .bags import bag_topics  # noqa: PLC0415
-            try:
-                topics = bag_topics(Path(f["bag"]))
-            except ValueError as err:
-                raise ConfigError(f"{where}.bag", str(err)) from None
-            if f["bag_topic"] not in topics:
-                raise ConfigError(f"{where}.bag_topic", f"{f['bag_topic']!r} is not in {f['bag']}; "
-                                                        f"the bag has: {', '.join(topics) or 'no topics'}")
+        if not f.name.replace("_", "").isalnum() or f.name in seen:
+            found.add(f"{where}.name", f"{f.name!r} must be unique and made of letters, digits and _")
+        seen.add(f.name)
+        if f.from_ not in hosts:
+            found.add(f"{where}.from", f"unknown host {f.from_!r}; allowed: {', '.join(hosts)}")
+        for n, dest in enumerate(f.to):
+            sub = f"{where}.to" + (f"[{n}]" if len(f.to) > 1 else "")
+            if dest not in hosts:
+                found.add(sub, f"unknown host {dest!r}; allowed: {', '.join(hosts)}")
+            elif dest == f.from_:
+                found.add(sub, f"a flow must cross the link: from and to are both {dest!r}")
+        if f.kind == "topic":
+            for name in ("source_topic", "datatype"):
+                if not getattr(f, name):
+                    found.add(f"{where}.{name}", "required for a flow of kind topic")
+            if f.datatype:
+                try:
+                    message_class(f.datatype)
+                except ValueError as err:
+                    found.add(f"{where}.datatype", str(err))
+        if f.kind == "lidar_bag" and f.bag:
+            with found.check():
+                _check_bag(f, where)
+    found.raise_if_any()
 
 
-def topic_of(flow: dict) -> str:
-    return flow["topic"] or f"/flows/{flow['name']}"
+def _check_bag(f: "Flow", where: str) -> None:
+    if not Path(f.bag).is_file():
+        raise ConfigError(f"{where}.bag", f"bag file {f.bag!r} not found")
+    from .bags import bag_topics  # noqa: PLC0415
+    try:
+        topics = bag_topics(Path(f.bag))
+    except ValueError as err:
+        raise ConfigError(f"{where}.bag", str(err)) from None
+    if f.bag_topic not in topics:
+        raise ConfigError(f"{where}.bag_topic", f"{f.bag_topic!r} is not in {f.bag}; "
+                                                f"the bag has: {', '.join(topics) or 'no topics'}")
 
 
-def message_bytes(flow: dict) -> int:
+def topic_of(flow: "Flow") -> str:
+    return flow.topic or f"/flows/{flow.name}"
+
+
+def message_bytes(flow: "Flow") -> int:
     """Expected serialized size of one message (used to choose a transport by size)."""
-    if flow["kind"] == "generic":
-        return flow["size_bytes"]
-    if flow["kind"] == "camera":
-        raw = flow["width"] * flow["height"] * 3
-        return raw if flow["encoding"] == "raw" else raw // 10
-    if flow["kind"] == "topic":
-        return flow["size_bytes"]  # the expected size, as given
+    if flow.kind == "generic":
+        return flow.size_bytes
+    if flow.kind == "camera":
+        raw = flow.width * flow.height * 3
+        return raw if flow.encoding == "raw" else raw // 10
+    if flow.kind == "topic":
+        return flow.size_bytes  # the expected size, as given
     return 4300
 
 
@@ -113,20 +101,21 @@ def message_class(datatype: str):
     return cls
 
 
-def flow_datatype(flow: dict) -> str:
+def flow_datatype(flow: "Flow") -> str:
     """The ROS message type a flow publishes."""
-    if flow["kind"] == "topic":
-        return flow["datatype"]
-    if flow["kind"] == "generic":
+    if flow.kind == "topic":
+        return flow.datatype
+    if flow.kind == "generic":
         return "netloop/LoopSample"
-    if flow["kind"] == "camera":
-        return "sensor_msgs/Image" if flow["encoding"] == "raw" else "sensor_msgs/CompressedImage"
+    if flow.kind == "camera":
+        return "sensor_msgs/Image" if flow.encoding == "raw" else "sensor_msgs/CompressedImage"
     return "sensor_msgs/LaserScan"
 
 
-def link_bits_per_second(flow: dict) -> float:
-    """The flow's offered load on the link [bit/s]."""
-    return message_bytes(flow) * 8 / flow["period"]
+def link_bits_per_second(flow: "Flow") -> float:
+    """The flow's offered load on the link [bit/s] (once per receiving host: each gets its own
+    copy across the link)."""
+    return message_bytes(flow) * 8 / flow.period * len(flow.to)
 
 
 def camera_frames(out_dir: Path, width: int, height: int, quality: int, frames: int = 30) -> Path:
@@ -152,53 +141,62 @@ def camera_frames(out_dir: Path, width: int, height: int, quality: int, frames: 
     return out_dir
 
 
-def flow_processes(flow: dict, transport: str, run_dir: Path, node_binary) -> list[dict[str, Any]]:
+def sink_names(flow: "Flow") -> list[tuple[str, str, str]]:
+    """Every subscriber of a flow as (node name, host, record file name): ``flow_<name>_sink``
+    and ``flow_<name>_rx.csv`` for a flow's only subscriber, numbered from 1 otherwise."""
+    hosts = flow.subscriber_hosts
+    if len(hosts) == 1:
+        return [(f"flow_{flow.name}_sink", hosts[0], f"flow_{flow.name}_rx.csv")]
+    return [(f"flow_{flow.name}_sink{k}", host, f"flow_{flow.name}_rx{k}.csv") for k, host in enumerate(hosts, 1)]
+
+
+def flow_processes(flow: "Flow", transport: str, run_dir: Path, node_binary) -> list[dict[str, Any]]:
     """What to start for one flow: a list of {name, host, argv, params} (params are private
-    parameters of the node, set on the master before it starts)."""
-    name, topic = flow["name"], topic_of(flow)
+    parameters of the node, set on the master before it starts), the subscribers first."""
+    name, topic = flow.name, topic_of(flow)
     rec = run_dir / "records"
-    sink = {"name": f"flow_{name}_sink", "host": flow["to"],
-            "argv": [str(node_binary("flow_sink")), f"__name:=flow_{name}_sink", f"flow:={topic}"],
-            "params": {"transport": transport, "kind": "rx", "record_path": str(rec / f"flow_{name}_rx.csv")}}
-    if flow["kind"] in ("generic", "camera"):
-        params = {"period": flow["period"], "count": flow["count"], "start_delay": flow["start_delay"],
-                  "record_path": str(rec / f"flow_{name}_tx.csv")}
-        if flow["kind"] == "generic":
-            params.update(message="loop_sample", size_bytes=flow["size_bytes"])
-        elif flow["encoding"] == "raw":
-            params.update(message="image", width=flow["width"], height=flow["height"])
+    queues = {"publisher_queue_size": flow.publisher_queue_size, "subscriber_queue_size": flow.subscriber_queue_size}
+    sinks = [{"name": node, "host": host,
+              "argv": [str(node_binary("flow_sink")), f"__name:={node}", f"flow:={topic}"],
+              "params": {"transport": transport, "kind": "rx", "record_path": str(rec / record), **queues}}
+             for node, host, record in sink_names(flow)]
+    if flow.kind in ("generic", "camera"):
+        params = {"period": flow.period, "count": flow.count, "start_delay": flow.start_delay,
+                  "record_path": str(rec / f"flow_{name}_tx.csv"), **queues}
+        if flow.kind == "generic":
+            params.update(message="loop_sample", size_bytes=flow.size_bytes)
+        elif flow.encoding == "raw":
+            params.update(message="image", width=flow.width, height=flow.height)
         else:
-            frames = camera_frames(run_dir / "flows" / name, flow["width"], flow["height"], flow["jpeg_quality"])
+            frames = camera_frames(run_dir / "flows" / name, flow.width, flow.height, flow.jpeg_quality)
             params.update(message="compressed_image", frames_dir=str(frames))
-        source = {"name": f"flow_{name}_source", "host": flow["from"],
+        source = {"name": f"flow_{name}_source", "host": flow.from_,
                   "argv": [str(node_binary("flow_source")), f"__name:=flow_{name}_source", f"flow:={topic}"],
                   "params": params}
-        return [sink, source]
+        return sinks + [source]
 
-    if flow["kind"] == "topic":  # the live topic -> relay recording each send (network topic) -> sink
-        cls = message_class(flow["datatype"])
-        relay = {"name": f"flow_{name}_relay", "host": flow["from"],
+    relay_params = {"republish": True, "transport": "tcp_nodelay", "kind": "tap",
+                    "record_path": str(rec / f"flow_{name}_tx.csv"), **queues}
+    if flow.kind == "topic":  # the live topic -> relay recording each send (network topic) -> sinks
+        cls = message_class(flow.datatype)
+        relay = {"name": f"flow_{name}_relay", "host": flow.from_,
                  "argv": [str(node_binary("flow_sink")), f"__name:=flow_{name}_relay", f"flow:={topic}",
-                          f"flow_in:={flow['source_topic']}"],
-                 "params": {"republish": True, "datatype": cls._type, "md5sum": cls._md5sum,
-                            "definition": cls._full_text, "transport": "tcp_nodelay", "kind": "tap",
-                            "record_path": str(rec / f"flow_{name}_tx.csv")}}
-        return [sink, relay]
+                          f"flow_in:={flow.source_topic}"],
+                 "params": dict(relay_params, datatype=cls._type, md5sum=cls._md5sum, definition=cls._full_text)}
+        return sinks + [relay]
 
-    # lidar_bag: rosbag play (local topic) -> relay recording each send (network topic) -> sink.
+    # lidar_bag: rosbag play (local topic) -> relay recording each send (network topic) -> sinks.
     from .bags import cached_lidar_bag, message_type_of  # noqa: PLC0415
-    bag = Path(flow["bag"]) if flow["bag"] else cached_lidar_bag(flow["count"] or 1200, 1.0 / flow["period"])
-    datatype, md5sum, definition = message_type_of(bag, flow["bag_topic"])
+    bag = Path(flow.bag) if flow.bag else cached_lidar_bag(flow.count or 1200, 1.0 / flow.period)
+    datatype, md5sum, definition = message_type_of(bag, flow.bag_topic)
     local = f"{topic}_local"
-    relay = {"name": f"flow_{name}_relay", "host": flow["from"],
+    relay = {"name": f"flow_{name}_relay", "host": flow.from_,
              "argv": [str(node_binary("flow_sink")), f"__name:=flow_{name}_relay", f"flow:={topic}",
                       f"flow_in:={local}"],
-             "params": {"republish": True, "datatype": datatype, "md5sum": md5sum, "definition": definition,
-                        "transport": "tcp_nodelay", "kind": "tap",
-                        "record_path": str(rec / f"flow_{name}_tx.csv")}}
-    play_args = ["rosbag", "play", "--quiet", "--wait-for-subscribers", f"--delay={max(flow['start_delay'], 1.0)}",
-                 str(bag), f"{flow['bag_topic']}:={local}", f"__name:=flow_{name}_play"]
-    if flow["count"]:
-        play_args.insert(3, f"--duration={flow['count'] * flow['period']}")
-    play = {"name": f"flow_{name}_play", "host": flow["from"], "argv": play_args, "params": {}}
-    return [sink, relay, play]
+             "params": dict(relay_params, datatype=datatype, md5sum=md5sum, definition=definition)}
+    play_args = ["rosbag", "play", "--quiet", "--wait-for-subscribers", f"--delay={max(flow.start_delay, 1.0)}",
+                 str(bag), f"{flow.bag_topic}:={local}", f"__name:=flow_{name}_play"]
+    if flow.count:
+        play_args.insert(3, f"--duration={flow.count * flow.period}")
+    play = {"name": f"flow_{name}_play", "host": flow.from_, "argv": play_args, "params": {}}
+    return sinks + [relay, play]

@@ -12,7 +12,9 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
 import difflib
 import math
 from typing import Any, Callable, Iterable
@@ -23,12 +25,60 @@ _REQUIRED = object()
 
 
 class ConfigError(ValueError):
-    """An invalid configuration value; ``key`` is the dotted path, ``source`` the file."""
+    """Invalid configuration: one or several (key, message) pairs of one document.
 
-    def __init__(self, key: str, message: str, source: str | None = None):
+    ``key`` is the dotted path of the first problem (``loop.plant.R``), ``message`` what is
+    wrong there and what is allowed, ``source`` the file; ``errors`` holds every problem found
+    (validation goes on after the first one, so a file's problems are reported at once), and
+    ``str()`` gives one line per problem."""
+
+    def __init__(self, key: str, message: str, source: str | None = None,
+                 errors: list[tuple[str, str]] | None = None):
         self.key, self.message, self.source = key, message, source
+        self.errors = list(errors) if errors else [(key, message)]
         where = f"{source}: " if source else ""
-        super().__init__(f"{where}{key or '<top level>'}: {message}")
+        super().__init__("\n".join(f"{where}{k or '<top level>'}: {m}" for k, m in self.errors))
+
+    @classmethod
+    def collect(cls, found: list["ConfigError"], source: str | None = None) -> "ConfigError":
+        """One error holding every problem of ``found`` (in order)."""
+        errors = [e for err in found for e in err.errors]
+        return cls(errors[0][0], errors[0][1], source or found[0].source, errors)
+
+    def rekeyed(self, prefix: str = "", source: str | None = None) -> "ConfigError":
+        """The same problems with ``prefix`` put in front of every key (``loop.teleop.sim`` +
+        ``rate`` -> ``loop.teleop.sim.rate``) and ``source`` set."""
+        def join(key: str) -> str:
+            return f"{prefix}.{key}" if prefix and key else (prefix or key)
+        errors = [(join(k), m) for k, m in self.errors]
+        return ConfigError(errors[0][0], errors[0][1], source or self.source, errors)
+
+
+class Collector:
+    """Gathers ConfigErrors so that validation goes on after the first problem::
+
+        found = Collector()
+        with found.check():
+            validate_something()      # a ConfigError raised here is kept
+        found.raise_if_any(source)
+    """
+
+    def __init__(self):
+        self.found: list[ConfigError] = []
+
+    @contextlib.contextmanager
+    def check(self, prefix: str = ""):
+        try:
+            yield
+        except ConfigError as err:
+            self.found.append(err.rekeyed(prefix) if prefix else err)
+
+    def add(self, key: str, message: str) -> None:
+        self.found.append(ConfigError(key, message))
+
+    def raise_if_any(self, source: str | None = None) -> None:
+        if self.found:
+            raise ConfigError.collect(self.found, source)
 
 
 class Node:
@@ -156,7 +206,11 @@ class List(Node):
             size = (f"exactly {self.min_len}" if self.min_len == self.max_len else
                     f"at least {self.min_len}" + (f" and at most {self.max_len}" if self.max_len else ""))
             raise ConfigError(key, f"expected {size} items, got {len(value)}")
-        out = [self.item.check(v, f"{key}[{i}]") for i, v in enumerate(value)]
+        found, out = Collector(), []
+        for i, v in enumerate(value):
+            with found.check():
+                out.append(self.item.check(v, f"{key}[{i}]"))
+        found.raise_if_any()
         if self.unique and len({repr(v) for v in out}) != len(out):
             raise ConfigError(key, f"items must be unique, got {out!r}")
         return out
@@ -164,41 +218,102 @@ class List(Node):
 
 class Map(Node):
     """A mapping with known keys. Unknown keys are refused with the list of allowed ones,
-    unless ``extra`` gives a schema for free-form values (e.g. per-topic settings)."""
+    unless ``extra`` gives a schema for free-form values (e.g. per-topic settings). With
+    ``into`` (a callable taking the validated keys, as :func:`section` sets) the mapping
+    becomes a typed object."""
 
     def __init__(self, fields: dict[str, Node], default: Any = _REQUIRED, doc: str = "",
-                 extra: Node | None = None, check: Callable[[dict, str], None] | None = None):
+                 extra: Node | None = None, check: Callable[[dict, str], None] | None = None,
+                 into: Callable[..., Any] | None = None):
         super().__init__(default, doc)
-        self.fields, self.extra, self.post_check = fields, extra, check
+        self.fields, self.extra, self.post_check, self.into = fields, extra, check, into
+        self.section: type | None = None   # the section class ``into`` builds, if any
 
     def check(self, value, key):
         if value is None:
             value = {}
+        if self.section is not None and isinstance(value, self.section):
+            value = to_dict(value)
         if not isinstance(value, dict):
             raise ConfigError(key, f"expected a mapping, got {_type_name(value)} {value!r}")
-        out = {}
+        out, found = {}, Collector()
         for k, v in value.items():
             sub = f"{key}.{k}" if key else str(k)
-            if k in self.fields and v is None and self.fields[k].default is None:
-                out[k] = None  # an optional key given as null, as validated output holds it
-            elif k in self.fields:
-                out[k] = self.fields[k].check(v, sub)
-            elif self.extra is not None:
-                out[k] = self.extra.check(v, sub)
-            else:
-                raise ConfigError(sub, f"unknown key{_suggest(k, self.fields)}; allowed keys at "
-                                       f"{key or 'the top level'}: {', '.join(self.fields)}")
+            with found.check():
+                if k in self.fields and v is None and self.fields[k].default is None:
+                    out[k] = None  # an optional key given as null, as validated output holds it
+                elif k in self.fields:
+                    out[k] = self.fields[k].check(v, sub)
+                elif self.extra is not None:
+                    out[k] = self.extra.check(v, sub)
+                else:
+                    raise ConfigError(sub, f"unknown key{_suggest(k, self.fields)}; allowed keys at "
+                                           f"{key or 'the top level'}: {', '.join(self.fields)}")
         for k, node in self.fields.items():
-            if k in out:
+            if k in value:
                 continue
             sub = f"{key}.{k}" if key else k
-            if node.required:
-                raise ConfigError(sub, f"missing required key ({node.describe()})")
-            default = node.default
-            out[k] = node.check({}, sub) if isinstance(node, Map) and default == {} else copy.deepcopy(default)
+            with found.check():
+                if node.required:
+                    raise ConfigError(sub, f"missing required key ({node.describe()})")
+                out[k] = node.check({}, sub) if isinstance(node, Map) and node.default == {} else \
+                    copy.deepcopy(node.default)
+        found.raise_if_any()
         if self.post_check:
             self.post_check(out, key)
-        return out
+        return self.into(**out) if self.into is not None else out
+
+
+def key(node: Node, name: str | None = None) -> Any:
+    """A field of a :func:`section` class, validated by ``node`` (whose default it takes).
+    ``name`` is the key in files when it differs from the attribute (``from`` -> ``from_``)."""
+    meta = {"node": node, "name": name}
+    if node.required:
+        return dataclasses.field(metadata=meta)
+    if isinstance(node, Map) and node.default == {}:
+        return dataclasses.field(default_factory=lambda: node.check({}, ""), metadata=meta)
+    return dataclasses.field(default_factory=lambda: copy.deepcopy(node.default), metadata=meta)
+
+
+def _file_key(f: dataclasses.Field) -> str:
+    return f.metadata.get("name") or f.name
+
+
+def section(doc: str = "", check: Callable[[dict, str], None] | None = None, extra: Node | None = None,
+            default: Any = None):
+    """Class decorator: a typed configuration section. The class's fields, each declared with
+    :func:`key`, are the one definition of its keys, types, defaults and help texts; the
+    decorator makes it a keyword-only dataclass and attaches ``cls.schema``, the :class:`Map`
+    that validates a mapping into an instance (every problem reported at once)::
+
+        @section("the plant")
+        class Plant:
+            R: float = key(Num(1.0, "resistance [ohm]", gt=0))
+
+        Plant.schema.check({"R": 2}, "plant")   # -> Plant(R=2.0)
+    """
+    def wrap(cls):
+        cls = dataclasses.dataclass(kw_only=True)(cls)
+        fields = {_file_key(f): f.metadata["node"] for f in dataclasses.fields(cls)}
+        renamed = {_file_key(f): f.name for f in dataclasses.fields(cls) if _file_key(f) != f.name}
+
+        def build(**values):
+            return cls(**{renamed.get(k, k): v for k, v in values.items()})
+        cls.schema = Map(fields, {} if default is None else default, doc, extra=extra, check=check, into=build)
+        cls.schema.section = cls
+        return cls
+    return wrap
+
+
+def to_dict(obj: Any) -> Any:
+    """A section (or a list/dict of them) as plain data: what YAML and JSON files hold."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {_file_key(f): to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return copy.deepcopy(obj)
 
 
 class Any_(Node):
@@ -214,7 +329,7 @@ def validate(schema: Node, data: Any, source: str | None = None) -> Any:
         return schema.check(data, "")
     except ConfigError as err:
         if err.source is None:
-            raise ConfigError(err.key, err.message, source) from None
+            raise err.rekeyed(source=source) from None
         raise
 
 
@@ -227,11 +342,6 @@ def load_yaml(path: str) -> Any:
         raise ConfigError("", "file not found", str(path)) from None
     except yaml.YAMLError as err:
         raise ConfigError("", f"not valid YAML: {err}", str(path)) from None
-
-
-def load_and_validate(schema: Node, path: str) -> Any:
-    """Read and validate a YAML file in one step."""
-    return validate(schema, load_yaml(path), source=str(path))
 
 
 def describe(schema: Node, prefix: str = "") -> list[tuple[str, str, str, str]]:

@@ -1,0 +1,156 @@
+"""The typed experiment model: one definition of every key of an experiment file.
+
+Each section is a class whose fields are declared with :func:`~netloop.schema.key`; from
+that one definition come the validation (every problem of a file reported at once, each
+naming its dotted key and what is allowed), the defaults, the key reference in
+``experiments/README.md`` (``netloop validate --keys``) and the JSON written into each run's
+``metadata.json`` (:func:`~netloop.schema.to_dict`). Checks that need more than one key
+(hosts of the link profile, a teleop world that must load, ...) live in
+:mod:`netloop.experiment` and in the loop kinds (:mod:`netloop.loops`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .schema import Any_, Bool, Enum, Int, List, Map, Num, Str, key, section
+
+FLOW_KINDS = ["generic", "camera", "lidar_bag", "topic"]
+FLOW_TRANSPORTS = ["same", "tcp", "tcp_nodelay", "udp"]
+QUEUE_SIZE_MAX = 1_000_000
+
+
+def _loop_kind_names() -> list[str]:
+    from .loops import loop_kind_names  # noqa: PLC0415 - the registry imports this module
+    return loop_kind_names()
+
+
+def _link_profile_names() -> list[str]:
+    from .testbed import profile_names  # noqa: PLC0415 - profiles are found on disk
+    return profile_names()
+
+
+def _transport_names() -> list[str]:
+    from .transports import transport_names  # noqa: PLC0415
+    return transport_names()
+
+
+def _simulator_names() -> list[str]:
+    from .loops.simulators import simulator_names  # noqa: PLC0415
+    return simulator_names()
+
+
+def _queue(default: int, what: str) -> Num:
+    return Int(default, f"{what} queue depth [messages]: roscpp drops the oldest message beyond it",
+               ge=1, le=QUEUE_SIZE_MAX)
+
+
+@section("the series RLC circuit of the Pound paper")
+class Plant:
+    R: float = key(Num(1.0, "resistance [ohm]", gt=0))
+    L: float = key(Num(0.1, "inductance [H]", gt=0))
+    C: float = key(Num(0.1, "capacitance [F]", gt=0))
+    period: float = key(Num(0.02, "sensor sample period T [s]", gt=0, le=10))
+    initial_state: list[float] = key(List(Num(), [0.0, 0.0], "[Vc [V], i [A]] at the start", min_len=2,
+                                          max_len=2))
+
+
+@section("the controller u = K e + Ki T sum(e) + Kd (e - e_prev) / T, e = reference - y")
+class Controller:
+    K: float = key(Num(1.0, "proportional gain"))
+    Ki: float = key(Num(0.0, "integral gain [1/s]"))
+    Kd: float = key(Num(0.0, "derivative gain [s]"))
+    reference: float = key(Num(1.0, "reference step r [V], applied from the first sample"))
+
+
+@section("which host runs which part of the loop")
+class Placement:
+    plant: str = key(Str("robot", "host of the plant (rlc)"))
+    controller: str = key(Str("operator", "host of the controller (rlc)"))
+    car: str = key(Str("robot", "host of the simulated car (teleop)"))
+    trial: str = key(Str("operator", "host of the scripted teleop trial (teleop)"))
+
+
+@section("teleoperation of the simulated car (loop.type teleop)")
+class Teleop:
+    world: str = key(Str("arena", "simulator world: arena | tunnel | path of an SDF .world"))
+    simulator: str = key(Enum(_simulator_names, "embedded", "the car's simulator: embedded (pybullet, this "
+                                                            "package) or gazebo (gazebo_ros, where installed)",
+                              what="simulator"))
+    sim: dict[str, Any] = key(Map({}, {}, "simulator parameters (nodes/README.md), e.g. {camera_rate: 15}",
+                                  extra=Any_()))
+    trial: dict[str, Any] = key(Map({}, {}, "overrides of controllers/config/teleop_trial.yaml, e.g. "
+                                            "{duration: 8}", extra=Any_()))
+    local_baseline: bool = key(Bool(True, "also run the trial on the car's host (the local baseline)"))
+
+
+@section("the control loop closed across the link")
+class Loop:
+    type: str = key(Enum(_loop_kind_names, "rlc", "the loop kind: rlc (the RLC circuit), teleop (the "
+                                                  "simulated car), none (flows only)", what="loop type"))
+    plant: Plant = key(Plant.schema)
+    controller: Controller = key(Controller.schema)
+    samples: int = key(Int(150, "sensor samples per run (duration = samples x period)", ge=10, le=10_000_000))
+    padding_bytes: int = key(Int(0, "filler bytes added to every loop message", ge=0, le=50_000_000))
+    warmup: float = key(Num(0.5, "seconds between the loop connecting and its first sample (lets flows start)",
+                            ge=0, le=600))
+    publisher_queue_size: int = key(_queue(10, "publisher (y and u)"))
+    subscriber_queue_size: int = key(_queue(10, "subscriber (y and u)"))
+    placement: Placement = key(Placement.schema)
+    teleop: Teleop = key(Teleop.schema)
+
+
+@section("a perturbing flow sharing the link")
+class Flow:
+    name: str = key(Str(doc="flow name (letters, digits, _); topic /flows/<name>"))
+    kind: str = key(Enum(FLOW_KINDS, "generic", "what is published (see below)", what="flow kind"))
+    from_: str = key(Str("robot", "sending host"), name="from")   # ``from`` is a Python keyword
+    to: list[str] = key(List(Str(), ["operator"], "receiving host, or a list of hosts (one subscriber set "
+                                                  "on each)", min_len=1, scalar_ok=True, unique=True))
+    subscribers: int = key(Int(1, "subscribers on each receiving host (each its own node)", ge=1, le=64))
+    topic: str | None = key(Str(None, "topic (default /flows/<name>)"))
+    size_bytes: int = key(Int(1024, "generic: serialized message size [bytes]", ge=64, le=100_000_000))
+    period: float = key(Num(0.1, "seconds between messages", gt=0, le=3600))
+    count: int = key(Int(0, "messages to send; 0 = until the run ends", ge=0))
+    start_delay: float = key(Num(1.0, "seconds between the subscriber connecting and the first message", ge=0))
+    transport: str = key(Enum(FLOW_TRANSPORTS, "same", "ROS transport of this flow's subscribers; 'same' = "
+                                                       "the run's transport decides", what="flow transport"))
+    publisher_queue_size: int = key(_queue(10, "publisher"))
+    subscriber_queue_size: int = key(_queue(10, "subscriber"))
+    width: int = key(Int(320, "camera: image width [px]", ge=8, le=8192))
+    height: int = key(Int(240, "camera: image height [px]", ge=8, le=8192))
+    encoding: str = key(Enum(["jpeg", "raw"], "jpeg", "camera: CompressedImage (jpeg) or Image (raw rgb8)"))
+    jpeg_quality: int = key(Int(80, "camera: JPEG quality", ge=1, le=100))
+    bag: str | None = key(Str(None, "lidar_bag: bag file (default: a synthetic 20 Hz LaserScan bag)"))
+    bag_topic: str = key(Str("/scan", "lidar_bag: topic in the bag"))
+    source_topic: str | None = key(Str(None, "topic: a live topic on the sending host (e.g. the simulator's "
+                                             "/scan)"))
+    datatype: str | None = key(Str(None, "topic: its message type, e.g. sensor_msgs/CompressedImage"))
+
+    @property
+    def subscriber_hosts(self) -> list[str]:
+        """The host of every subscriber, in order (a host appears ``subscribers`` times)."""
+        return [host for host in self.to for _ in range(self.subscribers)]
+
+
+@section()
+class Experiment:
+    name: str | None = key(Str(None, "experiment name (default: the file name)"))
+    description: str = key(Str("", nonempty=False))
+    link: str = key(Enum(_link_profile_names, "loopback", "link profile from config/links", what="link profile"))
+    link_params: dict[str, Any] = key(Map({}, {}, "overrides of the link profile's parameters, e.g. "
+                                                  "{delay_ms: 20}", extra=Any_()))
+    transport: list[str] = key(List(Enum(_transport_names, what="transport"), ["tcp_nodelay"],
+                                    "one transport, a list, or all (every transport the package has)", min_len=1,
+                                    scalar_ok=True, unique=True))
+    transport_options: dict[str, Any] = key(Map({}, {}, "per transport name, its options (e.g. priority: "
+                                                        "{priorities: ...})", extra=Any_()))
+    repetitions: int = key(Int(1, "runs per cell (transport x sweep values)", ge=1, le=1000))
+    sweep: dict[str, Any] = key(Map({}, {}, "sweep axes: key path (e.g. link_params.delay_ms, "
+                                            "flows[0].size_bytes, loop.controller.K) -> list of values; every "
+                                            "combination is a cell. Under 'zip', key paths whose lists are "
+                                            "varied together (equal lengths): one axis", extra=Any_()))
+    loop: Loop = key(Loop.schema)
+    flows: list[Flow] = key(List(Flow.schema, [], "perturbing flows sharing the link"))
+    duration: float | None = key(Num(None, "seconds a run lasts when no loop or count ends it", gt=0))
+    run_timeout: float = key(Num(120.0, "a run taking longer than this [s] is stopped and marked failed", gt=0))
+    keep_going: bool = key(Bool(True, "go on with the other runs when one fails"))
