@@ -15,12 +15,13 @@ import pytest
 from PIL import Image
 
 from netloop import paths, rosenv
-from netloop.experiment import rlc_parameters, validate_experiment
+from netloop.experiment import validate_experiment
+from netloop.loops.rlc import rlc_parameters
 from netloop.master import wait_for
 
 pytestmark = pytest.mark.integration
 
-LOOP = validate_experiment({}, name="t")["loop"]
+LOOP = validate_experiment({}, name="t").loop
 PYTHON = str(paths.REPO / ".venv" / "bin" / "python")
 
 

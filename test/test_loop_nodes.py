@@ -10,11 +10,12 @@ from netloop import paths, rosenv
 from netloop.analysis.records import read_events
 from netloop.connections import node_connections
 from netloop.master import MasterError, wait_for
-from netloop.experiment import rlc_parameters, validate_experiment
+from netloop.experiment import validate_experiment
+from netloop.loops.rlc import rlc_parameters
 
 pytestmark = pytest.mark.integration
 
-LOOP = validate_experiment({}, name="t")["loop"]
+LOOP = validate_experiment({}, name="t").loop
 
 
 def start_loop(master, tmp_path, transport, samples=400):

@@ -41,9 +41,9 @@ def test_options_are_validated_in_experiments():
     cfg = validate_experiment({"transport": ["priority", "nimbro"], "transport_options": {
         "priority": {"priorities": {"/flows/image": 250}, "rate_mbit": 4},
         "nimbro": {"topics": {"/flows/image": {"rate": 5, "compress": True}}}}}, name="x")
-    assert cfg["transport_options"]["priority"]["priorities"] == {"/flows/image": 250}
-    assert cfg["transport_options"]["priority"]["rate_fraction"] == 0.85        # defaults filled in
-    assert cfg["transport_options"]["nimbro"]["topics"]["/flows/image"]["protocol"] == "auto"
+    assert cfg.transport_options["priority"]["priorities"] == {"/flows/image": 250}
+    assert cfg.transport_options["priority"]["rate_fraction"] == 0.85        # defaults filled in
+    assert cfg.transport_options["nimbro"]["topics"]["/flows/image"]["protocol"] == "auto"
     with pytest.raises(ConfigError, match="transport_options.priority.priorities./y"):
         validate_experiment({"transport": "priority", "transport_options": {"priority": {"priorities": {"/y": 300}}}},
                             name="x")
