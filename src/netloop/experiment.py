@@ -67,6 +67,18 @@ class RunSpec:
                    cell={"condition": self.condition, "settings": dict(self.settings)})
         return out
 
+    @classmethod
+    def from_metadata(cls, doc: dict[str, Any]) -> "RunSpec":
+        """The run a metadata.json's ``experiment`` describes, typed again (the inverse of
+        :meth:`metadata`); ConfigError when it does not fit the model. Only the keys are
+        checked, not the machine (link profiles and hosts), so results from elsewhere load."""
+        doc = dict(doc)
+        transport = doc.pop("transport", None)
+        repetition, cell = doc.pop("repetition", 0), doc.pop("cell", None) or {}
+        exp: Experiment = validate(Experiment.schema, dict(doc, transport=transport))
+        return cls(exp, transport if isinstance(transport, str) else exp.transport[0], int(repetition or 0),
+                   cell.get("condition", ""), dict(cell.get("settings") or {}))
+
 
 def _short(path: str) -> str:
     """The last part of a key path (flows[0].size_bytes -> size_bytes)."""
