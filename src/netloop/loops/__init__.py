@@ -8,25 +8,23 @@
 """
 from __future__ import annotations
 
+from ..registry import Registry
 from .base import LoopKind, LoopStart, StartedLoop
 from .none import NoLoop
 from .rlc import RlcLoop
 from .teleop import TeleopLoop
 
-_KINDS: dict[str, type[LoopKind]] = {k.name: k for k in (RlcLoop, TeleopLoop, NoLoop)}
+_KINDS: Registry[LoopKind] = Registry("loop type", {k.name: k for k in (RlcLoop, TeleopLoop, NoLoop)})
 
 
 def loop_kind_names() -> list[str]:
     """The words accepted as ``loop.type``, in a stable order."""
-    return list(_KINDS)
+    return _KINDS.names()
 
 
 def get_loop_kind(name: str) -> LoopKind:
     """The loop kind called ``name``; KeyError lists the allowed names."""
-    try:
-        return _KINDS[name]()
-    except KeyError:
-        raise KeyError(f"unknown loop type {name!r}; allowed: {', '.join(_KINDS)}") from None
+    return _KINDS.get(name)
 
 
 __all__ = ["LoopKind", "LoopStart", "StartedLoop", "loop_kind_names", "get_loop_kind"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import paths
+from ..registry import Registry
 
 
 class Simulator:
@@ -62,15 +63,12 @@ class GazeboSimulator(Simulator):
                                                 "simulator:=gazebo", f"world:={world}", *args])
 
 
-_SIMULATORS: dict[str, type[Simulator]] = {s.name: s for s in (EmbeddedSimulator, GazeboSimulator)}
+_SIMULATORS: Registry[Simulator] = Registry("simulator", {s.name: s for s in (EmbeddedSimulator, GazeboSimulator)})
 
 
 def simulator_names() -> list[str]:
-    return list(_SIMULATORS)
+    return _SIMULATORS.names()
 
 
 def get_simulator(name: str) -> Simulator:
-    try:
-        return _SIMULATORS[name]()
-    except KeyError:
-        raise KeyError(f"unknown simulator {name!r}; allowed: {', '.join(_SIMULATORS)}") from None
+    return _SIMULATORS.get(name)
