@@ -129,8 +129,3 @@ class PCA9685:
         if self.frequency is None:
             raise RuntimeError("PCA9685 frequency not set: call init() first")
         return ticks * 1e6 / (self.frequency * TICKS)
-
-    def set_pulse_us(self, channel: int, microseconds: float) -> int:
-        ticks = self.us_to_ticks(microseconds)
-        self.set_off_ticks(channel, ticks)
-        return ticks

@@ -47,8 +47,3 @@ def yaw_of(q) -> float:
     """Heading (rotation about z) of a quaternion, in (-pi, pi]."""
     x, y, z, w = q
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-
-
-def wrap_angle(a: float) -> float:
-    """An angle in [-pi, pi)."""
-    return (a + math.pi) % (2 * math.pi) - math.pi

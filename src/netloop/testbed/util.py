@@ -7,7 +7,6 @@ Ctrl-C in a terminal reaches only the runner, which then tears the testbed down 
 from __future__ import annotations
 
 import ctypes
-import errno
 import os
 import signal
 import subprocess
@@ -172,7 +171,3 @@ def wait_for(predicate, timeout: float, interval: float = 0.005):
         if value or time.monotonic() > deadline:
             return value
         time.sleep(interval)
-
-
-def errno_name(err: OSError) -> str:
-    return errno.errorcode.get(err.errno or 0, str(err.errno))
