@@ -1,16 +1,27 @@
 # Relay transports (issue 4): nimbro-like UDP/TCP topic relays and the Pound priority relay
-# (src/relays/), on a ROS-free wire library (decoders, reassembly, priority queue, pacing)
-# that the gtest below and the libFuzzer target in test/fuzz/ exercise (test/fuzz/run_fuzz.sh
-# builds that one with clang; test/test_transport_fuzz.py runs it for a bounded time).
-# Needs zlib (Debian: zlib1g-dev).
+# (src/relays/), on a ROS-free wire library, one file per job (src/relays/wire/: formats,
+# datagrams, reassembly, stream frames, type announcements, compression, priority queue,
+# pacing) that the gtest below and the libFuzzer target in test/fuzz/ exercise
+# (test/fuzz/run_fuzz.sh builds that one with clang from src/relays/wire/*.cpp;
+# test/test_transport_fuzz.py runs it for a bounded time). Needs zlib (Debian: zlib1g-dev).
 find_package(ZLIB REQUIRED)
 
-add_library(netloop_relay_wire src/relays/relay_wire.cpp)
+add_library(netloop_relay_wire
+  src/relays/wire/format.cpp
+  src/relays/wire/packet.cpp
+  src/relays/wire/reassembly.cpp
+  src/relays/wire/stream_frame.cpp
+  src/relays/wire/type_info.cpp
+  src/relays/wire/compression.cpp
+  src/relays/wire/priority_queue.cpp
+  src/relays/wire/pacer.cpp)
 target_include_directories(netloop_relay_wire PUBLIC ${PROJECT_SOURCE_DIR}/src/relays)
 target_link_libraries(netloop_relay_wire ZLIB::ZLIB)
 
-add_library(netloop_relay_ros src/relays/relay_ros.cpp)
-target_link_libraries(netloop_relay_ros netloop_relay_wire netloop_core ${catkin_LIBRARIES})
+# The ROS side the relays share: parameters, sockets, republishing, statistics
+# (netloop/RelayStats), the UDP receive loop.
+add_library(netloop_relay_ros src/relays/relay_ros.cpp src/relays/relay_stats.cpp src/relays/udp_receive_loop.cpp)
+target_link_libraries(netloop_relay_ros netloop_relay_wire netloop_core ${catkin_LIBRARIES} pthread)
 add_dependencies(netloop_relay_ros ${PROJECT_NAME}_generate_messages_cpp)
 
 install(TARGETS netloop_relay_wire netloop_relay_ros

@@ -15,7 +15,7 @@ from campaign_helpers import run_campaign
 from netloop.analysis.flow_run import analyse_flow
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.analysis.records import read_events
-from netloop.transports import get_transport
+from netloop.transports.priority import set_run_priorities
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("nothing_left_behind")]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
@@ -91,15 +91,14 @@ def test_priorities_changed_during_a_run_take_effect(tmp_path):
     their priorities mid-run (the relays' ~priorities parameter) swaps the outcome."""
     flows = [{"name": "a", "size_bytes": 4096, "period": 0.02, "count": 400},
              {"name": "b", "size_bytes": 4096, "period": 0.02, "count": 400}]
-    transport = get_transport("priority")
     switched: dict[str, float] = {}
 
     def switch():
         deadline = time.monotonic() + 60
-        while not transport.processes and time.monotonic() < deadline:
+        while not list(tmp_path.glob("*/runs/priority-r0/transport.json")) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(6.0)   # the flows run from about 2-3 s after the relays start
-        transport.set_priorities({"/flows/a": 100, "/flows/b": 200})
+        set_run_priorities(next(tmp_path.glob("*/runs/priority-r0")), {"/flows/a": 100, "/flows/b": 200})
         switched["at_ns"] = time.time_ns()
 
     worker = threading.Thread(target=switch, daemon=True)

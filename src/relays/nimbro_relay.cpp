@@ -20,7 +20,7 @@
 // Parameters follow nimbro_topic_transport's (destination_addr, destination_port, port,
 // topics: [{name, rate, compress, type}]) plus netloop's: ~allowed_peers, ~mtu, limits,
 // ~stats_path (JSON lines, one per ~stats_period) — the same report is published on
-// /netloop_relay/stats (std_msgs/String).
+// /netloop_relay/stats (netloop/RelayStats).
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -33,11 +33,16 @@
 #include <map>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "netloop/loop_node.h"
 #include "relay_ros.h"
+#include "relay_stats.h"
+#include "udp_receive_loop.h"
+#include "wire/compression.h"
+#include "wire/packet.h"
+#include "wire/reassembly.h"
+#include "wire/stream_frame.h"
 
 namespace netloop {
 namespace relay {
@@ -48,23 +53,20 @@ struct Counters {
       send_errors{0}, published{0}, datagrams{0};
 };
 
-std::string countersJson(const Counters& c) {
-  std::ostringstream o;
-  o << "{\"in_msgs\":" << c.in_msgs << ",\"in_bytes\":" << c.in_bytes << ",\"out_msgs\":" << c.out_msgs
-    << ",\"out_bytes\":" << c.out_bytes << ",\"rate_dropped\":" << c.rate_dropped
-    << ",\"queue_dropped\":" << c.queue_dropped << ",\"send_errors\":" << c.send_errors
-    << ",\"published\":" << c.published << ",\"datagrams\":" << c.datagrams << "}";
-  return o.str();
-}
-
-std::string reassemblyJson(const ReassemblyStats& s, size_t pending_msgs, size_t pending_bytes) {
-  std::ostringstream o;
-  o << "{\"packets\":" << s.packets << ",\"messages\":" << s.messages << ",\"duplicate_packets\":"
-    << s.duplicate_packets << ",\"duplicate_messages\":" << s.duplicate_messages
-    << ",\"inconsistent\":" << s.inconsistent << ",\"timed_out\":" << s.timed_out << ",\"evicted\":" << s.evicted
-    << ",\"too_large\":" << s.too_large << ",\"pending_messages\":" << pending_msgs
-    << ",\"pending_bytes\":" << pending_bytes << "}";
-  return o.str();
+/// One topic's counters as a report entry.
+netloop::RelayTopicStats topicReport(const std::string& topic, const Counters& c) {
+  netloop::RelayTopicStats r;
+  r.topic = topic;
+  r.in_msgs = c.in_msgs;
+  r.in_bytes = c.in_bytes;
+  r.out_msgs = c.out_msgs;
+  r.out_bytes = c.out_bytes;
+  r.rate_dropped = c.rate_dropped;
+  r.queue_dropped = c.queue_dropped;
+  r.send_errors = c.send_errors;
+  r.published = c.published;
+  r.datagrams = c.datagrams;
+  return r;
 }
 
 uint32_t randomEpoch() {
@@ -115,21 +117,20 @@ class SenderBase {
     }
   }
 
-  std::string statsJson() {
-    std::ostringstream o;
-    o << "{\"role\":" << jsonString(role_) << ",\"node\":" << jsonString(ros::this_node::getName())
-      << ",\"stamp_ns\":" << wallNs() << ",\"cpu_s\":" << cpuSeconds() << ",\"destination\":"
-      << jsonString(dest_ip_ + ":" + std::to_string(dest_port_)) << ",\"topics\":{";
-    for (size_t i = 0; i < topics_.size(); ++i)
-      o << (i ? "," : "") << jsonString(topics_[i]->cfg.name) << ":" << countersJson(topics_[i]->c);
-    o << "}" << extraJson() << "}";
-    return o.str();
+  netloop::RelayStats report() {
+    netloop::RelayStats r;
+    stampReport(r, role_);
+    r.destination = dest_ip_ + ":" + std::to_string(dest_port_);
+    for (const auto& t : topics_) r.topics.push_back(topicReport(t->cfg.name, t->c));
+    addToReport(r);
+    return r;
   }
 
  protected:
   virtual void sendMessage(SendTopic& t, Kind kind, uint8_t flags, uint32_t msg_id, uint32_t orig_len,
                            std::vector<uint8_t> bytes) = 0;
-  virtual std::string extraJson() { return ""; }
+  /// The fields of this sender's role.
+  virtual void addToReport(netloop::RelayStats&) {}
 
   void onMessage(SendTopic& t, const topic_tools::ShapeShifter& m) {
     const int64_t now = monoNs();
@@ -260,12 +261,11 @@ class TcpSender : public SenderBase {
     cv_.notify_one();
   }
 
-  std::string extraJson() override {
+  void addToReport(netloop::RelayStats& r) override {
     std::lock_guard<std::mutex> lock(mu_);
-    std::ostringstream o;
-    o << ",\"connected\":" << (fd_.load() >= 0 ? "true" : "false") << ",\"connects\":" << connects_
-      << ",\"queue_bytes\":" << queued_;
-    return o.str();
+    r.connected = fd_.load() >= 0;
+    r.connects = connects_;
+    r.queue_bytes = queued_;
   }
 
  private:
@@ -400,27 +400,24 @@ class ReceiverBase {
   }
   virtual ~ReceiverBase() = default;
 
-  std::string statsJson() {
+  netloop::RelayStats report() {
     std::lock_guard<std::mutex> lock(mu_);
-    std::ostringstream o;
-    o << "{\"role\":" << jsonString(role_) << ",\"node\":" << jsonString(ros::this_node::getName())
-      << ",\"stamp_ns\":" << wallNs() << ",\"cpu_s\":" << cpuSeconds() << ",\"foreign\":" << foreign_
-      << ",\"unknown_topic\":" << unknown_topic_ << ",\"untyped\":" << untyped_
-      << ",\"type_mismatch\":" << type_mismatch_ << ",\"bad_payload\":" << bad_payload_ << ",\"malformed\":{";
-    for (size_t i = 1; i < malformed_.size(); ++i)
-      o << (i > 1 ? "," : "") << "\"" << errorName(static_cast<Error>(i)) << "\":" << malformed_[i];
-    o << "},\"topics\":{";
-    bool first = true;
-    for (auto& [id, t] : topics_) {
-      o << (first ? "" : ",") << jsonString(t.outlet->topic()) << ":" << countersJson(t.c);
-      first = false;
-    }
-    o << "}" << extraJson() << "}";
-    return o.str();
+    netloop::RelayStats r = totals_;
+    stampReport(r, role_);
+    for (auto& [id, t] : topics_) r.topics.push_back(topicReport(t.outlet->topic(), t.c));
+    addToReport(r);
+    return r;
   }
 
  protected:
-  virtual std::string extraJson() { return ""; }
+  /// The fields of this receiver's role (mu_ held).
+  virtual void addToReport(netloop::RelayStats&) {}
+
+  /// Whether a message of this kind and topic is taken (a configured topic, or the type
+  /// announcement of a new one when unknown topics are accepted); mu_ held.
+  bool expects(Kind kind, uint32_t topic_id) const {
+    return topics_.count(topic_id) || (accept_unknown_ && kind == Kind::Type);
+  }
 
   /// A complete message (reassembled or framed) for topic `id`; called with mu_ held.
   void deliver(Kind kind, uint32_t id, uint8_t flags, uint32_t orig_len, const std::vector<uint8_t>& data) {
@@ -428,22 +425,22 @@ class ReceiverBase {
     if (kind == Kind::Type) {
       TypeInfo t;
       if (!decodeTypeInfo(data.data(), data.size(), t) || topicId(t.topic) != id) {
-        ++bad_payload_;
+        ++totals_.bad_payload;
         return;
       }
       if (it == topics_.end()) {
         if (!accept_unknown_ || topics_.size() >= max_topics_) {
-          ++unknown_topic_;
+          ++totals_.unknown_topic;
           return;
         }
         it = topics_.try_emplace(id).first;
         it->second.outlet = std::make_unique<Outlet>(nh_, t.topic);
       }
-      if (it->second.outlet->topic() != t.topic || !it->second.outlet->setType(t)) ++type_mismatch_;
+      if (it->second.outlet->topic() != t.topic || !it->second.outlet->setType(t)) ++totals_.type_mismatch;
       return;
     }
     if (it == topics_.end()) {
-      ++unknown_topic_;
+      ++totals_.unknown_topic;
       return;
     }
     RecvTopic& r = it->second;
@@ -451,13 +448,9 @@ class ReceiverBase {
     r.c.in_bytes += data.size();
     switch (r.outlet->publishPayload(data, flags, orig_len, limits_.max_message_bytes)) {
       case Outlet::Delivery::Published: r.c.published++; break;
-      case Outlet::Delivery::BadPayload: ++bad_payload_; break;
-      case Outlet::Delivery::Untyped: ++untyped_; break;
+      case Outlet::Delivery::BadPayload: ++totals_.bad_payload; break;
+      case Outlet::Delivery::Untyped: ++totals_.untyped; break;
     }
-  }
-
-  void countMalformed(Error e) {
-    if (static_cast<size_t>(e) < malformed_.size()) ++malformed_[static_cast<size_t>(e)];
   }
 
   ros::NodeHandle& nh_;
@@ -470,65 +463,38 @@ class ReceiverBase {
   size_t max_topics_ = 64;
   std::string bind_ip_;
   int port_ = 0;
-  uint64_t foreign_ = 0, unknown_topic_ = 0, untyped_ = 0, type_mismatch_ = 0, bad_payload_ = 0;
-  std::vector<uint64_t> malformed_ = std::vector<uint64_t>(static_cast<size_t>(Error::Count), 0);
+  netloop::RelayStats totals_;  // the receiver's counters (mu_)
 };
 
 class UdpReceiver : public ReceiverBase {
  public:
   UdpReceiver(ros::NodeHandle& nh, ros::NodeHandle& pnh)
-      : ReceiverBase(nh, pnh, "udp_receiver"), reassembler_(limits_) {
+      : ReceiverBase(nh, pnh, "udp_receiver"),
+        reassembler_(limits_),
+        loop_(socket_, mu_, reassembler_, totals_,
+              [this](const sockaddr_in& from) { return peers_.allowed(from); },
+              [this](const PacketView& p, const uint8_t*, size_t, int64_t now) { onDatagram(p, now); }) {
     socket_.bind(bind_ip_, port_);
-    thread_ = std::thread([this] { loop(); });
+    loop_.start();
   }
-  ~UdpReceiver() override {
-    stop_ = true;
-    thread_.join();
-  }
+  ~UdpReceiver() override { loop_.stop(); }
 
  protected:
-  std::string extraJson() override {
-    return ",\"reassembly\":" +
-           reassemblyJson(reassembler_.stats(), reassembler_.pendingMessages(), reassembler_.pendingBytes());
-  }
+  void addToReport(netloop::RelayStats& r) override { r.reassembly = reassemblyReport(reassembler_); }
 
  private:
-  void loop() {
-    std::vector<uint8_t> buf(65536);
-    int64_t last_expire = monoNs();
-    while (!stop_) {
-      sockaddr_in from{};
-      const ssize_t n = socket_.recvFrom(buf.data(), buf.size(), from, 100);
-      const int64_t now = monoNs();
-      std::lock_guard<std::mutex> lock(mu_);
-      if (now - last_expire > 20000000) {
-        reassembler_.expire(now);
-        last_expire = now;
-      }
-      if (n < 0) continue;
-      if (!peers_.allowed(from)) {
-        ++foreign_;
-        continue;
-      }
-      PacketView p;
-      const Error e = decodePacket(buf.data(), static_cast<size_t>(n), limits_.max_message_bytes, p);
-      if (e != Error::Ok) {
-        countMalformed(e);
-        continue;
-      }
-      if (!topics_.count(p.h.topic_id) && !(accept_unknown_ && p.h.kind == Kind::Type)) {
-        ++unknown_topic_;  // before reassembly: foreign topics cost no memory
-        continue;
-      }
-      Message m;
-      if (reassembler_.push(p, now, m)) deliver(m.h.kind, m.h.topic_id, m.h.flags, m.h.orig_len, m.data);
+  void onDatagram(const PacketView& p, int64_t now) {
+    if (!expects(p.h.kind, p.h.topic_id)) {
+      ++totals_.unknown_topic;  // before reassembly: foreign topics cost no memory
+      return;
     }
+    Message m;
+    if (reassembler_.push(p, now, m)) deliver(m.h.kind, m.h.topic_id, m.h.flags, m.h.orig_len, m.data);
   }
 
   UdpSocket socket_;
   Reassembler reassembler_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  UdpReceiveLoop loop_;
 };
 
 class TcpReceiver : public ReceiverBase {
@@ -552,12 +518,6 @@ class TcpReceiver : public ReceiverBase {
   }
 
  protected:
-  std::string extraJson() override {
-    std::ostringstream o;
-    o << ",\"connections\":" << active_ << ",\"accepted\":" << accepted_ << ",\"refused\":" << refused_
-      << ",\"stream_errors\":" << stream_errors_;
-    return o.str();
-  }
 
  private:
   void acceptLoop() {
@@ -578,17 +538,17 @@ class TcpReceiver : public ReceiverBase {
       }
       std::lock_guard<std::mutex> lock(mu_);
       if (!peers_.allowed(from)) {
-        ++foreign_;
+        ++totals_.foreign;
         ::close(fd);
         continue;
       }
-      if (active_ >= max_connections_) {
-        ++refused_;
+      if (totals_.connections >= max_connections_) {
+        ++totals_.refused;
         ::close(fd);
         continue;
       }
-      ++active_;
-      ++accepted_;
+      ++totals_.connections;
+      ++totals_.accepted;
       auto done = std::make_shared<std::atomic<bool>>(false);
       conns_.push_back(Conn{std::thread([this, fd, done] {
                               connectionLoop(fd);
@@ -610,21 +570,21 @@ class TcpReceiver : public ReceiverBase {
       Frame f;
       std::lock_guard<std::mutex> lock(mu_);
       while (decoder.next(f)) {
-        if (!topics_.count(f.h.topic_id) && !(accept_unknown_ && f.h.kind == Kind::Type)) {
-          ++unknown_topic_;
+        if (!expects(f.h.kind, f.h.topic_id)) {
+          ++totals_.unknown_topic;
           continue;
         }
         deliver(f.h.kind, f.h.topic_id, f.h.flags, f.h.orig_len, f.data);
       }
       if (decoder.error() != Error::Ok) {
-        countMalformed(decoder.error());
-        ++stream_errors_;
+        countMalformed(totals_.malformed, decoder.error());
+        ++totals_.stream_errors;
         break;  // the stream cannot be trusted any more
       }
     }
     ::close(fd);
     std::lock_guard<std::mutex> lock(mu_);
-    --active_;
+    --totals_.connections;
   }
 
   struct Conn {
@@ -632,8 +592,7 @@ class TcpReceiver : public ReceiverBase {
     std::shared_ptr<std::atomic<bool>> done;
   };
   int listen_fd_ = -1;
-  size_t max_connections_ = 8, active_ = 0;
-  uint64_t accepted_ = 0, stream_errors_ = 0, refused_ = 0;
+  size_t max_connections_ = 8;  // open connections: totals_.connections
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::vector<Conn> conns_;  // accept thread only
@@ -643,7 +602,7 @@ int run() {
   ros::NodeHandle nh, pnh("~");
   const std::string role = pnh.param<std::string>("role", "");
   const double stats_period = requireNumber(pnh, "stats_period", 1.0, Bound::Positive);
-  StatsWriter stats(nh, pnh.param<std::string>("stats_topic", "/netloop_relay/stats"),
+  StatsWriter stats(nh, pnh.param<std::string>("stats_topic", kStatsTopic),
                     pnh.param<std::string>("stats_path", ""));
   std::unique_ptr<SenderBase> sender;
   std::unique_ptr<ReceiverBase> receiver;
@@ -657,7 +616,7 @@ int run() {
     exitWithConfigError(e.what());
   }
   if (sender) sender->subscribe();
-  auto report = [&] { stats.write(sender ? sender->statsJson() : receiver->statsJson()); };
+  auto report = [&] { stats.write(sender ? sender->report() : receiver->report()); };
   ros::WallTimer timer = nh.createWallTimer(ros::WallDuration(stats_period), [&](const ros::WallTimerEvent&) { report(); });
   ROS_INFO("nimbro_relay %s ready", role.c_str());
   ros::spin();

@@ -24,8 +24,8 @@
 // ~rt_priority > 0 runs the send and receive threads SCHED_FIFO (root), so that pacing and
 // forwarding wake up on time on a busy machine.
 //
-// Statistics every ~stats_period s: /netloop_relay/stats (std_msgs/String, JSON) and one
-// JSON line appended to ~stats_path.
+// Statistics every ~stats_period s: /netloop_relay/stats (netloop/RelayStats) and the same
+// report as one JSON line appended to ~stats_path.
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -34,11 +34,17 @@
 #include <map>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "netloop/loop_node.h"
 #include "relay_ros.h"
+#include "relay_stats.h"
+#include "udp_receive_loop.h"
+#include "wire/compression.h"
+#include "wire/pacer.h"
+#include "wire/packet.h"
+#include "wire/priority_queue.h"
+#include "wire/reassembly.h"
 
 namespace netloop {
 namespace relay {
@@ -74,7 +80,14 @@ struct Topic {
 
 class PriorityRelay {
  public:
-  PriorityRelay(ros::NodeHandle& nh, ros::NodeHandle& pnh) : nh_(nh), pnh_(pnh), queue_(1) {
+  PriorityRelay(ros::NodeHandle& nh, ros::NodeHandle& pnh)
+      : nh_(nh),
+        pnh_(pnh),
+        receive_loop_(socket_, mu_, reassembler_, totals_, [this](const sockaddr_in& from) { return isPeer(from); },
+                      [this](const PacketView& p, const uint8_t* bytes, size_t len, int64_t now) {
+                        onDatagram(p, bytes, len, now);
+                      }),
+        queue_(1) {
     self_ = static_cast<int>(requireNumber(pnh, "self", 0, Bound::NonNegative));
     readHosts();
     const int mtu = static_cast<int>(requireNumber(pnh, "mtu", 1500, Bound::Positive));
@@ -145,7 +158,7 @@ class PriorityRelay {
     }
     cv_.notify_all();
     if (sender_.joinable()) sender_.join();
-    if (receiver_.joinable()) receiver_.join();
+    receive_loop_.stop();
   }
 
   void start() {
@@ -157,11 +170,11 @@ class PriorityRelay {
           ros::VoidConstPtr(), ros::TransportHints().tcp().tcpNoDelay());
     }
     sender_ = std::thread([this] { sendLoop(); });
-    receiver_ = std::thread([this] { receiveLoop(); });
+    receive_loop_.start();
     if (rt_priority_ > 0) {  // wake up on time even when the machine is busy
       sched_param sp{};
       sp.sched_priority = rt_priority_;
-      for (std::thread* t : {&sender_, &receiver_})
+      for (std::thread* t : {&sender_, &receive_loop_.thread()})
         if (pthread_setschedparam(t->native_handle(), SCHED_FIFO, &sp) != 0)
           ROS_WARN_ONCE("priority_relay: cannot use SCHED_FIFO %d (needs root/CAP_SYS_NICE); normal scheduling",
                         rt_priority_);
@@ -197,39 +210,17 @@ class PriorityRelay {
     }
   }
 
-  std::string statsJson() {
+  netloop::RelayStats report() {
     std::lock_guard<std::mutex> lock(mu_);
-    std::ostringstream o;
-    o << "{\"role\":\"priority_relay\",\"node\":" << jsonString(ros::this_node::getName())
-      << ",\"host\":" << jsonString(hosts_[self_].name) << ",\"stamp_ns\":" << wallNs() << ",\"cpu_s\":" << cpuSeconds()
-      << ",\"rate_mbit\":" << pacer_.rate() / 1e6 << ",\"queue_bytes\":" << queue_.bytes()
-      << ",\"queue_messages\":" << queue_.messages() << ",\"datagrams_sent\":" << datagrams_sent_
-      << ",\"bytes_sent\":" << bytes_sent_ << ",\"send_errors\":" << send_errors_ << ",\"queue_dropped\":" << dropped_messages_
-      << ",\"forwarded\":" << forwarded_
-      << ",\"forward_dropped\":" << forward_dropped_ << ",\"ttl_expired\":" << ttl_expired_
-      << ",\"foreign\":" << foreign_ << ",\"unknown_topic\":" << unknown_topic_ << ",\"untyped\":" << untyped_
-      << ",\"bad_payload\":" << bad_payload_ << ",\"type_mismatch\":" << type_mismatch_ << ",\"malformed\":{";
-    for (size_t i = 1; i < malformed_.size(); ++i)
-      o << (i > 1 ? "," : "") << "\"" << errorName(static_cast<Error>(i)) << "\":" << malformed_[i];
-    const ReassemblyStats& r = reassembler_.stats();
-    o << "},\"reassembly\":{\"packets\":" << r.packets << ",\"messages\":" << r.messages
-      << ",\"duplicate_packets\":" << r.duplicate_packets << ",\"duplicate_messages\":" << r.duplicate_messages
-      << ",\"inconsistent\":" << r.inconsistent << ",\"timed_out\":" << r.timed_out << ",\"evicted\":" << r.evicted
-      << ",\"too_large\":" << r.too_large << ",\"pending_messages\":" << reassembler_.pendingMessages()
-      << ",\"pending_bytes\":" << reassembler_.pendingBytes() << "},\"topics\":{";
-    for (size_t i = 0; i < topics_.size(); ++i) {
-      const Topic& t = *topics_[i];
-      const TopicStats& s = t.s;
-      o << (i ? "," : "") << jsonString(t.cfg.name) << ":{\"priority\":" << t.priority
-        << ",\"outbound\":" << (t.outbound ? "true" : "false") << ",\"in_msgs\":" << s.in_msgs
-        << ",\"in_bytes\":" << s.in_bytes << ",\"queued\":" << s.queued << ",\"dropped\":" << s.dropped
-        << ",\"refused\":" << s.refused << ",\"sent_msgs\":" << s.sent_msgs << ",\"sent_datagrams\":" << s.sent_datagrams
-        << ",\"queue_delay_mean_ms\":" << (s.delay_n ? s.delay_sum_s / s.delay_n * 1e3 : 0.0)
-        << ",\"queue_delay_max_ms\":" << s.delay_max_s * 1e3 << ",\"received\":" << s.received
-        << ",\"published\":" << s.published << "}";
-    }
-    o << "}}";
-    return o.str();
+    netloop::RelayStats r = totals_;
+    stampReport(r, "priority_relay");
+    r.host = hosts_[self_].name;
+    r.rate_mbit = pacer_.rate() / 1e6;
+    r.queue_bytes = queue_.bytes();
+    r.queue_messages = queue_.messages();
+    r.reassembly = reassemblyReport(reassembler_);
+    for (const auto& t : topics_) r.topics.push_back(topicReport(*t));
+    return r;
   }
 
  private:
@@ -253,6 +244,35 @@ class PriorityRelay {
     }
     if (hosts_.size() > 255) exitWithConfigError("~hosts: at most 255 hosts");
     if (self_ >= static_cast<int>(hosts_.size())) exitWithConfigError("~self is not an index of ~hosts");
+  }
+
+  static netloop::RelayTopicStats topicReport(const Topic& t) {
+    const TopicStats& s = t.s;
+    netloop::RelayTopicStats r;
+    r.topic = t.cfg.name;
+    r.priority = t.priority;
+    r.outbound = t.outbound;
+    r.in_msgs = s.in_msgs;
+    r.in_bytes = s.in_bytes;
+    r.queued = s.queued;
+    r.dropped = s.dropped;
+    r.refused = s.refused;
+    r.sent_msgs = s.sent_msgs;
+    r.sent_datagrams = s.sent_datagrams;
+    r.queue_delay_mean_ms = s.delay_n ? s.delay_sum_s / s.delay_n * 1e3 : 0.0;
+    r.queue_delay_max_ms = s.delay_max_s * 1e3;
+    r.received = s.received;
+    r.published = s.published;
+    return r;
+  }
+
+  /// A datagram from another host of ~hosts (address and port).
+  bool isPeer(const sockaddr_in& from) const {
+    for (size_t i = 0; i < hosts_.size(); ++i)
+      if (static_cast<int>(i) != self_ && hosts_[i].sa.sin_addr.s_addr == from.sin_addr.s_addr &&
+          hosts_[i].sa.sin_port == from.sin_port)
+        return true;
+    return false;
   }
 
   int nextHop(int dest) const {
@@ -312,7 +332,7 @@ class PriorityRelay {
 
   /// Counts the messages the queue dropped to make room, per topic (mu_ held).
   void accountDrops(const PriorityQueue::PushResult& r) {
-    dropped_messages_ += r.dropped_messages;
+    totals_.queue_dropped += r.dropped_messages;
     for (uint64_t lane : r.dropped_lanes)
       if (!(lane & kForwardLane) && lane < topics_.size()) topics_[lane]->s.dropped++;
   }
@@ -344,9 +364,9 @@ class PriorityRelay {
       const bool ok = pkt.peer < hosts_.size() && socket_.sendTo(hosts_[pkt.peer].sa, pkt.bytes.data(), pkt.bytes.size());
       const int64_t done = monoNs();
       lock.lock();
-      ++datagrams_sent_;
-      bytes_sent_ += pkt.bytes.size();
-      if (!ok) ++send_errors_;
+      ++totals_.datagrams_sent;
+      totals_.bytes_sent += pkt.bytes.size();
+      if (!ok) ++totals_.send_errors;
       if (!(lane & kForwardLane) && lane < topics_.size()) {
         TopicStats& s = topics_[lane]->s;
         s.sent_datagrams++;
@@ -361,69 +381,38 @@ class PriorityRelay {
     }
   }
 
-  void receiveLoop() {
-    std::vector<uint8_t> buf(65536);
-    int64_t last_expire = monoNs();
-    while (true) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stop_) break;
-      }
-      sockaddr_in from{};
-      const ssize_t n = socket_.recvFrom(buf.data(), buf.size(), from, 100);
-      const int64_t now = monoNs();
-      std::lock_guard<std::mutex> lock(mu_);
-      if (now - last_expire > 20000000) {
-        reassembler_.expire(now);
-        last_expire = now;
-      }
-      if (n < 0) continue;
-      int peer = -1;
-      for (size_t i = 0; i < hosts_.size(); ++i)
-        if (static_cast<int>(i) != self_ && hosts_[i].sa.sin_addr.s_addr == from.sin_addr.s_addr &&
-            hosts_[i].sa.sin_port == from.sin_port)
-          peer = static_cast<int>(i);
-      if (peer < 0) {
-        ++foreign_;
-        continue;
-      }
-      PacketView p;
-      const Error e = decodePacket(buf.data(), static_cast<size_t>(n), limits_.max_message_bytes, p);
-      if (e != Error::Ok) {
-        ++malformed_[static_cast<size_t>(e)];
-        continue;
-      }
-      if (p.h.src >= hosts_.size() || p.h.dst >= hosts_.size() || p.h.src == self_) {
-        ++malformed_[static_cast<size_t>(Error::BadFragment)];
-        continue;
-      }
-      if (p.h.dst != self_) {
-        forward(buf.data(), static_cast<size_t>(n), p.h, now);
-        continue;
-      }
-      auto it = by_id_.find(p.h.topic_id);
-      if (it == by_id_.end() || !it->second->inbound || it->second->cfg.source != p.h.src) {
-        ++unknown_topic_;
-        continue;
-      }
-      Message m;
-      if (!reassembler_.push(p, now, m)) continue;
-      deliver(*it->second, m);
+  /// A datagram from a peer, checked by the receive loop (mu_ held): forwarded when it is
+  /// for another host, else reassembled and delivered.
+  void onDatagram(const PacketView& p, const uint8_t* bytes, size_t len, int64_t now) {
+    if (p.h.src >= hosts_.size() || p.h.dst >= hosts_.size() || p.h.src == self_) {
+      countMalformed(totals_.malformed, Error::BadFragment);
+      return;
     }
+    if (p.h.dst != self_) {
+      forward(bytes, len, p.h, now);
+      return;
+    }
+    auto it = by_id_.find(p.h.topic_id);
+    if (it == by_id_.end() || !it->second->inbound || it->second->cfg.source != p.h.src) {
+      ++totals_.unknown_topic;
+      return;
+    }
+    Message m;
+    if (reassembler_.push(p, now, m)) deliver(*it->second, m);
   }
 
   void forward(const uint8_t* data, size_t len, const PacketHeader& h, int64_t now) {
     if (!forward_) {
-      ++forward_dropped_;
+      ++totals_.forward_dropped;
       return;
     }
     if (h.ttl <= 1) {
-      ++ttl_expired_;
+      ++totals_.ttl_expired;
       return;
     }
     const int hop = nextHop(h.dst);
     if (hop == self_ || hop >= static_cast<int>(hosts_.size())) {
-      ++forward_dropped_;
+      ++totals_.forward_dropped;
       return;
     }
     OutPacket out{std::vector<uint8_t>(data, data + len), static_cast<uint32_t>(hop)};
@@ -433,8 +422,8 @@ class PriorityRelay {
     std::vector<OutPacket> one;
     one.push_back(std::move(out));
     const auto r = queue_.push(lane, h.priority, std::move(one), now);
-    if (r.accepted) ++forwarded_;
-    else ++forward_dropped_;
+    if (r.accepted) ++totals_.forwarded;
+    else ++totals_.forward_dropped;
     accountDrops(r);
     cv_.notify_one();
   }
@@ -443,17 +432,17 @@ class PriorityRelay {
     if (m.h.kind == Kind::Type) {
       TypeInfo info;
       if (!decodeTypeInfo(m.data.data(), m.data.size(), info) || info.topic != t.cfg.name) {
-        ++bad_payload_;
+        ++totals_.bad_payload;
         return;
       }
-      if (!t.outlet->setType(info)) ++type_mismatch_;
+      if (!t.outlet->setType(info)) ++totals_.type_mismatch;
       return;
     }
     t.s.received++;
     switch (t.outlet->publishPayload(m.data, m.h.flags, m.h.orig_len, limits_.max_message_bytes)) {
       case Outlet::Delivery::Published: t.s.published++; break;
-      case Outlet::Delivery::BadPayload: ++bad_payload_; break;
-      case Outlet::Delivery::Untyped: ++untyped_; break;
+      case Outlet::Delivery::BadPayload: ++totals_.bad_payload; break;
+      case Outlet::Delivery::Untyped: ++totals_.untyped; break;
     }
   }
 
@@ -474,33 +463,31 @@ class PriorityRelay {
   ReassemblyLimits limits_;
   Reassembler reassembler_;
   UdpSocket socket_;
+  std::mutex mu_;  // the reassembler, the counters, the queue, the pacer, topic stats
+  netloop::RelayStats totals_;  // the relay's counters
+  UdpReceiveLoop receive_loop_;
 
-  std::mutex mu_;  // everything below, the queue, the pacer, topic stats
   std::condition_variable cv_;
   PriorityQueue queue_;
   Pacer pacer_;
   bool stop_ = false;
-  uint64_t datagrams_sent_ = 0, bytes_sent_ = 0, send_errors_ = 0, forwarded_ = 0, forward_dropped_ = 0,
-           ttl_expired_ = 0, foreign_ = 0, unknown_topic_ = 0, untyped_ = 0, bad_payload_ = 0, type_mismatch_ = 0,
-           dropped_messages_ = 0;
-  std::vector<uint64_t> malformed_ = std::vector<uint64_t>(static_cast<size_t>(Error::Count), 0);
-  std::thread sender_, receiver_;
+  std::thread sender_;
 };
 
 int run() {
   ros::NodeHandle nh, pnh("~");
   const double stats_period = requireNumber(pnh, "stats_period", 1.0, Bound::Positive);
-  StatsWriter stats(nh, pnh.param<std::string>("stats_topic", "/netloop_relay/stats"),
+  StatsWriter stats(nh, pnh.param<std::string>("stats_topic", kStatsTopic),
                     pnh.param<std::string>("stats_path", ""));
   PriorityRelay relay(nh, pnh);
   relay.pollPriorities();
   relay.start();
   ros::WallTimer poll = nh.createWallTimer(ros::WallDuration(0.2), [&](const ros::WallTimerEvent&) { relay.pollPriorities(); });
   ros::WallTimer timer =
-      nh.createWallTimer(ros::WallDuration(stats_period), [&](const ros::WallTimerEvent&) { stats.write(relay.statsJson()); });
+      nh.createWallTimer(ros::WallDuration(stats_period), [&](const ros::WallTimerEvent&) { stats.write(relay.report()); });
   ROS_INFO("priority_relay ready");
   ros::spin();
-  stats.write(relay.statsJson());
+  stats.write(relay.report());
   return 0;
 }
 

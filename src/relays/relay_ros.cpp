@@ -1,9 +1,7 @@
 #include "relay_ros.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <std_msgs/String.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,6 +12,8 @@
 #include <stdexcept>
 
 #include "netloop/loop_node.h"
+#include "wire/compression.h"
+#include "wire/packet.h"
 
 namespace netloop {
 namespace relay {
@@ -202,45 +202,6 @@ Outlet::Delivery Outlet::publishPayload(const std::vector<uint8_t>& data, uint8_
   std::vector<uint8_t> inflated;
   if (!decompressBytes(data.data(), data.size(), orig_len, max_bytes, inflated)) return Delivery::BadPayload;
   return publish(inflated.data(), inflated.size()) ? Delivery::Published : Delivery::Untyped;
-}
-
-StatsWriter::StatsWriter(ros::NodeHandle nh, const std::string& topic, const std::string& path) : path_(path) {
-  pub_ = nh.advertise<std_msgs::String>(topic, 10);
-  if (!path.empty()) {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd_ < 0) ROS_WARN("relay stats: cannot open %s: %s", path.c_str(), std::strerror(errno));
-  }
-}
-
-StatsWriter::~StatsWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void StatsWriter::write(const std::string& json) {
-  std_msgs::String m;
-  m.data = json;
-  pub_.publish(m);
-  if (fd_ >= 0) {
-    const std::string line = json + "\n";
-    if (::write(fd_, line.data(), line.size()) < 0) ROS_WARN_ONCE("relay stats: write failed");
-  }
-}
-
-std::string jsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
 }
 
 void PeerFilter::add(const std::string& spec) {

@@ -1,5 +1,6 @@
 // What the relay nodes share on the ROS side: topic configuration from parameters, UDP
-// sockets, republishing any type (ShapeShifter), and statistics (a topic and a JSONL file).
+// sockets, republishing any type (ShapeShifter). Statistics: relay_stats.h; the UDP receive
+// loop: udp_receive_loop.h.
 #pragma once
 
 #include <netinet/in.h>
@@ -12,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "relay_wire.h"
+#include "wire/format.h"
+#include "wire/type_info.h"
 
 namespace netloop {
 namespace relay {
@@ -98,24 +100,6 @@ class Outlet {
   TypeInfo type_;
   ros::Publisher pub_;
 };
-
-/// Statistics of a relay: each report is one JSON object, published on `topic`
-/// (std_msgs/String) and appended as one line (one write(2)) to `path` (JSON lines).
-class StatsWriter {
- public:
-  StatsWriter(ros::NodeHandle nh, const std::string& topic, const std::string& path);
-  ~StatsWriter();
-  void write(const std::string& json);
-  const std::string& path() const { return path_; }
-
- private:
-  ros::Publisher pub_;
-  std::string path_;
-  int fd_ = -1;
-};
-
-/// JSON string literal of `s`.
-std::string jsonString(const std::string& s);
 
 /// Allowed peer addresses ("ip" or "ip:port" strings, parameter list); empty = any.
 class PeerFilter {

@@ -8,7 +8,7 @@
 #include <numeric>
 #include <random>
 
-#include "relay_wire.h"
+#include "wire/relay_wire.h"
 
 using namespace netloop::relay;
 

@@ -1,4 +1,4 @@
-// libFuzzer target for the relays' wire library (src/relays/relay_wire.*): everything a
+// libFuzzer target for the relays' wire library (src/relays/wire/): everything a
 // relay decodes from the network. The input is read as a sequence of datagrams
 // (u16 length + bytes each) fed to one Reassembler, the whole input as a TCP byte stream cut
 // at input-chosen points, and as a type announcement and a compressed payload. Invariants
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "relay_wire.h"
+#include "wire/relay_wire.h"
 
 using namespace netloop::relay;
 

@@ -15,8 +15,8 @@ for c in clang++ clang++-14 clang++-15 clang++-16; do
 done
 if [ -z "$cxx" ]; then echo "run_fuzz: clang++ not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 77; fi
 bin="$out/fuzz_relay_wire"
-src=("$root/test/fuzz/fuzz_relay_wire.cpp" "$root/src/relays/relay_wire.cpp")
-if [ ! -x "$bin" ] || [ -n "$(find "${src[@]}" "$root/src/relays/relay_wire.h" -newer "$bin")" ]; then
+src=("$root/test/fuzz/fuzz_relay_wire.cpp" "$root"/src/relays/wire/*.cpp)  # the whole wire library
+if [ ! -x "$bin" ] || [ -n "$(find "${src[@]}" "$root"/src/relays/wire/*.h -newer "$bin")" ]; then
   if ! "$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
       -I"$root/src/relays" "${src[@]}" -lz -o "$bin" 2> "$out/build.log"; then
     if grep -q -i "fuzzer" "$out/build.log"; then

@@ -12,7 +12,8 @@ Implementations here:
 
 Relay transports (``multi_master = True``: one ROS master per host; the runner calls
 ``start(ctx)`` before the nodes; every relay reports statistics on /netloop_relay/stats
-and in ``records/relay_<process>_stats.jsonl``; ``runs/<id>/transport.json`` records what ran):
+(``netloop/RelayStats``; mm_sync: JSON in ``std_msgs/String``) and in
+``records/relay_<process>_stats.jsonl``; ``runs/<id>/transport.json`` records what ran):
   - ``nimbro``, ``nimbro_mixed``: nimbro_topic_transport's sender/receiver pairs (the real
     package when installed, else netloop's ``nimbro_relay``): every topic over UDP
     (fragmented to the MTU, reassembled, incomplete messages dropped after a timeout), or
@@ -24,37 +25,46 @@ and in ``records/relay_<process>_stats.jsonl``; ``runs/<id>/transport.json`` rec
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from .base import CrossingTopic, Transport, TransportContext
 from .multimaster import MultimasterTransport
 from .nimbro import NimbroTransport
 from .priority import PriorityTransport
 from .ros import MixedRosTransport, RosTransport
 
-_REGISTRY: dict[str, Transport] = {t.name: t for t in (
-    RosTransport("tcp", "TCPROS with Nagle's algorithm on (ROS's default)"),
-    RosTransport("tcp_nodelay", "TCPROS with TCP_NODELAY, asked for by the subscriber"),
-    RosTransport("udp", "UDPROS (roscpp only), datagrams of at most 1400 bytes"),
-    MixedRosTransport("udp/tcp_nodelay", "udp", "tcp_nodelay", 16384,
-                      "UDPROS for messages up to 16 KiB (loop, laser), TCP_NODELAY for larger ones (images)"),
-    NimbroTransport("nimbro", False, "nimbro_topic_transport: every topic over UDP, fragmented to the MTU"),
-    NimbroTransport("nimbro_mixed", True,
-                    "nimbro_topic_transport, the paper's Nimbro*: messages up to 16 KiB over UDP, larger over TCP"),
-    MultimasterTransport(),
-    PriorityTransport(),
-)}
+#: name -> factory of a new, unstarted instance. Each run gets its own instance (a transport
+#: keeps what it started for one run), so nothing is shared between runs or cells.
+_FACTORIES: dict[str, Callable[[], Transport]] = {
+    "tcp": lambda: RosTransport("tcp", "TCPROS with Nagle's algorithm on (ROS's default)"),
+    "tcp_nodelay": lambda: RosTransport("tcp_nodelay", "TCPROS with TCP_NODELAY, asked for by the subscriber"),
+    "udp": lambda: RosTransport("udp", "UDPROS (roscpp only), datagrams of at most 1400 bytes"),
+    "udp/tcp_nodelay": lambda: MixedRosTransport(
+        "udp/tcp_nodelay", "udp", "tcp_nodelay", 16384,
+        "UDPROS for messages up to 16 KiB (loop, laser), TCP_NODELAY for larger ones (images)"),
+    "nimbro": lambda: NimbroTransport("nimbro", False,
+                                      "nimbro_topic_transport: every topic over UDP, fragmented to the MTU"),
+    "nimbro_mixed": lambda: NimbroTransport(
+        "nimbro_mixed", True,
+        "nimbro_topic_transport, the paper's Nimbro*: messages up to 16 KiB over UDP, larger over TCP"),
+    "multimaster": MultimasterTransport,
+    "priority": PriorityTransport,
+}
 
 
 def transport_names() -> list[str]:
     """Names accepted in experiment files, in a stable order."""
-    return list(_REGISTRY)
+    return list(_FACTORIES)
 
 
 def get_transport(name: str) -> Transport:
-    """The transport called ``name``; KeyError lists the allowed names."""
+    """A new instance of the transport called ``name`` (one per run: instances are never
+    shared); KeyError lists the allowed names."""
     try:
-        return _REGISTRY[name]
+        factory = _FACTORIES[name]
     except KeyError:
-        raise KeyError(f"unknown transport {name!r}; allowed: {', '.join(_REGISTRY)}") from None
+        raise KeyError(f"unknown transport {name!r}; allowed: {', '.join(_FACTORIES)}") from None
+    return factory()
 
 
 __all__ = ["CrossingTopic", "Transport", "TransportContext", "RosTransport", "MixedRosTransport", "NimbroTransport",

@@ -28,10 +28,11 @@ Options (``transport_options: {priority: {...}}``):
   ``max_queue_bytes``, ``mtu``, ``overhead_bytes``, ``reassembly_timeout``, ``port``,
   ``compress`` (list of topics to zlib-compress).
 
-Priorities can be changed during a run: ``PriorityTransport.set_priorities({topic: p})``
-sets each relay's ``~priorities`` parameter (``rosparam set /priority_relay_<host>/priorities
-"[{topic: /flows/image, priority: 250}]"`` does the same by hand); the relays read it every
-0.2 s and queued messages follow at once.
+Priorities can be changed during a run: ``PriorityTransport.set_priorities({topic: p})`` (on
+the run's transport instance) or ``set_run_priorities(run_dir, {topic: p})`` (from any
+process, through the run's transport.json) sets each relay's ``~priorities`` parameter
+(``rosparam set /priority_relay_<host>/priorities "[{topic: /flows/image, priority: 250}]"``
+does the same by hand); the relays read it every 0.2 s and queued messages follow at once.
 """
 from __future__ import annotations
 
@@ -130,6 +131,30 @@ sys.exit(0 if code == 1 else msg)
 """
 
 
+def _set_relay_priorities(processes: list[dict[str, Any]], masters: dict[str, str],
+                          exec_prefix: dict[str, list[str]], priorities: dict[str, int]) -> None:
+    """Sets the ~priorities parameter of each relay process, on its host's master."""
+    value = [{"topic": t, "priority": int(p)} for t, p in sorted(priorities.items())]
+    for spec in processes:
+        host = spec["host"]
+        cmd = list(exec_prefix.get(host, [])) + [sys.executable, "-c", _SET_PARAM, masters[host],
+                                                 f"/{spec['name']}/priorities", json.dumps(value)]
+        subprocess.run(cmd, check=True, capture_output=True, timeout=10)
+
+
+def set_run_priorities(run_dir: Path, priorities: dict[str, int]) -> None:
+    """Changes topic priorities ({topic: 0..255}) of the relays of a run that is going on,
+    from any process: its runs/<id>/transport.json says which relays run where."""
+    record_path = Path(run_dir) / "transport.json"
+    try:
+        record = json.loads(record_path.read_text())
+    except (OSError, ValueError) as e:
+        raise RuntimeError(f"{record_path}: no record of a started transport ({e})") from None
+    if record.get("name") != "priority":
+        raise RuntimeError(f"{record_path}: the run's transport is {record.get('name')!r}, not 'priority'")
+    _set_relay_priorities(record["processes"], record["masters"], record["exec_prefix"], priorities)
+
+
 class PriorityTransport(RelayTransport):
     name = "priority"
     description = "Pound: one paced UDP relay per host, one queue ordered by topic priority"
@@ -151,13 +176,7 @@ class PriorityTransport(RelayTransport):
         """Changes topic priorities of the running relays (their ~priorities parameter), from
         the host of each relay (so it works whether hosts are namespaces or not)."""
         assert self.ctx is not None, "priority transport not started"
-        value = [{"topic": t, "priority": int(p)} for t, p in sorted(priorities.items())]
-        for spec in self.processes:
-            host = spec["host"]
-            cmd = list(self.ctx.exec_prefix.get(host, [])) + [sys.executable, "-c", _SET_PARAM,
-                                                              self.ctx.masters[host], f"/{spec['name']}/priorities",
-                                                              json.dumps(value)]
-            subprocess.run(cmd, check=True, capture_output=True, timeout=10)
+        _set_relay_priorities(self.processes, self.ctx.masters, self.ctx.exec_prefix, priorities)
         self.overrides = dict(priorities)
 
     def metadata(self):

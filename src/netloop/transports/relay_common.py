@@ -18,8 +18,11 @@ from .base import CrossingTopic, Transport, TransportContext
 
 #: Topics of the RLC loop: the most urgent traffic of every run.
 LOOP_TOPICS = ("/y", "/u")
-#: Topic (and JSON-lines file) where every relay reports its statistics.
+#: Topic where every relay reports its statistics (netloop/RelayStats; the same report is
+#: one line of records/relay_<process>_stats.jsonl).
 STATS_TOPIC = "/netloop_relay/stats"
+#: Message type of the relays' reports on STATS_TOPIC.
+STATS_TYPE = "netloop/RelayStats"
 #: Messages up to this size go over UDP in the mixed settings (as `udp/tcp_nodelay`).
 SMALL_MESSAGE_BYTES = 16384
 #: ROS Noetic's install prefix (where nimbro_network / multimaster_fkie would be).
@@ -126,16 +129,18 @@ def default_priorities(topics: list[CrossingTopic]) -> dict[str, int]:
 class RelayTransport(Transport):
     """Base of the transports that run one ROS master per host and carry the crossing topics
     between them with processes of their own. Subscribers connect to their local relay (or,
-    for multimaster, directly to the remote publisher) with TCP_NODELAY."""
+    for multimaster, directly to the remote publisher) with TCP_NODELAY.
+
+    One instance serves one run (``get_transport`` makes a new one each time): it keeps what
+    it started, so its metadata stays right after ``stop``."""
 
     multi_master = True
     #: file-name prefix of the relay processes ("nimbro", "priority_relay", "mm_sync")
     process_prefix = "relay"
+    #: message type of this transport's reports on STATS_TOPIC
+    stats_type = STATS_TYPE
 
     def __init__(self) -> None:
-        self._reset()
-
-    def _reset(self) -> None:
         self.ctx: TransportContext | None = None
         self.options: dict[str, Any] = {}
         self.implementation: str | None = None
@@ -148,7 +153,8 @@ class RelayTransport(Transport):
     # --- helpers for subclasses ----------------------------------------------------------
     def _begin(self, ctx: TransportContext) -> dict[str, Any]:
         """Validated options (defaults filled in: the runner passes {} when none are given)."""
-        self._reset()
+        if self.ctx is not None:
+            raise RuntimeError(f"transport {self.name!r} already started: get_transport() gives one instance per run")
         self.ctx = ctx
         self.options = validate(self.options_schema, ctx.options or {}) if self.options_schema else {}
         (Path(ctx.run_dir) / "records").mkdir(parents=True, exist_ok=True)
@@ -166,24 +172,27 @@ class RelayTransport(Transport):
 
     def _write_record(self) -> None:
         """The transport's own record next to the run's metadata (runs/<id>/transport.json):
-        what ran, with which parameters (type definitions shortened)."""
+        what ran, with which parameters (type definitions shortened), and how to reach each
+        host's master (``masters``, and ``exec_prefix``: the command prefix that runs a process
+        on the host), so that a running relay can be reconfigured from outside the runner."""
         if self.ctx is None:
             return
         record = self.metadata() | {"processes": [
             {"name": p["name"], "host": p["host"], "argv": p["argv"], "params": _shorten(p["params"])}
-            for p in self.processes]}
+            for p in self.processes], "masters": dict(self.ctx.masters),
+            "exec_prefix": {h: list(prefix) for h, prefix in self.ctx.exec_prefix.items()}}
         path = Path(self.ctx.run_dir) / "transport.json"
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(record, indent=1, default=str))
         os.replace(tmp, path)
 
     def stop(self) -> None:
+        """Writes the final record (the processes are stopped with the run's process group)."""
         if self.ctx is not None:
             self._write_record()
-        self._reset()
 
     def metadata(self) -> dict[str, Any]:
-        out = super().metadata() | {"multi_master": True, "stats_topic": STATS_TOPIC,
+        out = super().metadata() | {"multi_master": True, "stats_topic": STATS_TOPIC, "stats_type": self.stats_type,
                                     "stats_files": "records/relay_*_stats.jsonl",
                                     "implementation": self.implementation or self.detect_implementation()}
         if self.ctx is not None:
