@@ -38,7 +38,7 @@ def fnv1a(name: str) -> int:
 
 def packets(data: bytes, topic: str, msg_id: int, kind: int = 1, epoch: int = 7, src: int = 0, dst: int = 0,
             frag_size: int = MAX_DATAGRAM - 40) -> list[bytes]:
-    """The datagrams of one message, as src/relays/relay_wire.h describes them."""
+    """The datagrams of one message, as src/relays/wire/format.h describes them."""
     count = max(1, -(-len(data) // frag_size))
     out = []
     for i in range(count):
