@@ -98,7 +98,7 @@ class MultimasterTransport(RelayTransport):
     name = "multimaster"
     description = "one master per host, synchronised (multimaster_fkie's scheme); nodes connect directly"
     options_schema = OPTIONS
-    stats_type = "std_msgs/String"  # mm_sync reports its JSON line as a string
+    stats_type = "netloop/MasterSyncStats"
 
     def detect_implementation(self) -> str:
         return "fkie" if fkie_installed() else "own"
