@@ -13,6 +13,11 @@ Every flow goes from one host to another on its own topic (``/flows/<name>`` unl
   lidar_bag  ``rosbag play`` of a LaserScan bag (``bag``, or a synthetic 20 Hz one), through
              ``flow_sink`` in relay mode on the sending host (rospy, and so rosbag, cannot
              publish over UDPROS), which records when each scan entered the network.
+  echo       round trips (Jordan's sender/echoer): ``flow_source`` publishes like generic;
+             on the receiving host ``flow_sink`` in relay mode (the echoer) republishes each
+             message at once on ``<topic>/echo``; back on the sending host ``flow_sink``
+             records each echo. Send and echo times are both on the sender's clock, so the
+             flow's delay is the round-trip time, exact without synchronised clocks.
 
 At each destination ``flow_sink`` receives any type over the flow's transport and records
 each arrival; a flow may have several subscribers (``to`` lists hosts, ``subscribers`` per
@@ -56,6 +61,8 @@ def check_flows(flows: list["Flow"], hosts: list[str], key: str = "flows") -> No
                     message_class(f.datatype)
                 except ValueError as err:
                     found.add(f"{where}.datatype", str(err))
+        if f.kind == "echo" and (len(f.to) > 1 or f.subscribers > 1):
+            found.add(f"{where}.to", "an echo flow has one echoer: one receiving host and subscribers 1")
         if f.kind == "lidar_bag" and f.bag:
             with found.check():
                 _check_bag(f, where)
@@ -81,7 +88,7 @@ def topic_of(flow: "Flow") -> str:
 
 def message_bytes(flow: "Flow") -> int:
     """Expected serialized size of one message (used to choose a transport by size)."""
-    if flow.kind == "generic":
+    if flow.kind in ("generic", "echo"):
         return flow.size_bytes
     if flow.kind == "camera":
         raw = flow.width * flow.height * 3
@@ -105,17 +112,22 @@ def flow_datatype(flow: "Flow") -> str:
     """The ROS message type a flow publishes."""
     if flow.kind == "topic":
         return flow.datatype
-    if flow.kind == "generic":
+    if flow.kind in ("generic", "echo"):
         return "netloop/LoopSample"
     if flow.kind == "camera":
         return "sensor_msgs/Image" if flow.encoding == "raw" else "sensor_msgs/CompressedImage"
     return "sensor_msgs/LaserScan"
 
 
+def echo_topic(flow: "Flow") -> str:
+    """The topic an echo flow's echoes come back on."""
+    return f"{topic_of(flow)}/echo"
+
+
 def link_bits_per_second(flow: "Flow") -> float:
     """The flow's offered load on the link [bit/s] (once per receiving host: each gets its own
-    copy across the link)."""
-    return message_bytes(flow) * 8 / flow.period * len(flow.to)
+    copy across the link; an echo crosses it twice)."""
+    return message_bytes(flow) * 8 / flow.period * len(flow.to) * (2 if flow.kind == "echo" else 1)
 
 
 def camera_frames(out_dir: Path, width: int, height: int, quality: int, frames: int = 30) -> Path:
@@ -151,52 +163,79 @@ def sink_names(flow: "Flow") -> list[tuple[str, str, str]]:
 
 
 def flow_processes(flow: "Flow", transport: str, run_dir: Path, node_binary) -> list[dict[str, Any]]:
-    """What to start for one flow: a list of {name, host, argv, params} (params are private
-    parameters of the node, set on the master before it starts), the subscribers first."""
+    """What to start for one flow: a list of {name, host, argv, params, publishes, subscribes}
+    (params are private parameters of the node, set on the master before it starts;
+    publishes/subscribes name the flow's topics the node sends and takes, so that every
+    connection can be checked), the subscribers first."""
     name, topic = flow.name, topic_of(flow)
     rec = run_dir / "records"
     queues = {"publisher_queue_size": flow.publisher_queue_size, "subscriber_queue_size": flow.subscriber_queue_size}
-    sinks = [{"name": node, "host": host,
-              "argv": [str(node_binary("flow_sink")), f"__name:={node}", f"flow:={topic}"],
-              "params": {"transport": transport, "kind": "rx", "record_path": str(rec / record), **queues}}
-             for node, host, record in sink_names(flow)]
-    if flow.kind in ("generic", "camera"):
-        params = {"period": flow.period, "count": flow.count, "start_delay": flow.start_delay,
-                  "record_path": str(rec / f"flow_{name}_tx.csv"), **queues}
-        if flow.kind == "generic":
-            params.update(message="loop_sample", size_bytes=flow.size_bytes)
-        elif flow.encoding == "raw":
-            params.update(message="image", width=flow.width, height=flow.height)
-        else:
-            frames = camera_frames(run_dir / "flows" / name, flow.width, flow.height, flow.jpeg_quality)
-            params.update(message="compressed_image", frames_dir=str(frames))
-        source = {"name": f"flow_{name}_source", "host": flow.from_,
-                  "argv": [str(node_binary("flow_source")), f"__name:=flow_{name}_source", f"flow:={topic}"],
-                  "params": params}
-        return sinks + [source]
 
-    relay_params = {"republish": True, "transport": "tcp_nodelay", "kind": "tap",
-                    "record_path": str(rec / f"flow_{name}_tx.csv"), **queues}
+    def sink(node: str, host: str, record: str, on: str) -> dict[str, Any]:
+        return {"name": node, "host": host, "argv": [str(node_binary("flow_sink")), f"__name:={node}", f"flow:={on}"],
+                "params": {"transport": transport, "kind": "rx", "record_path": str(rec / record), **queues},
+                "publishes": [], "subscribes": [on]}
+
+    def relay(node: str, host: str, take: str, ros_transport: str, record: str, datatype, md5sum, definition):
+        """flow_sink in relay mode: takes ``take`` on its host, republishes on the flow's topic."""
+        return {"name": node, "host": host,
+                "argv": [str(node_binary("flow_sink")), f"__name:={node}", f"flow:={topic}", f"flow_in:={take}"],
+                "params": {"republish": True, "transport": ros_transport, "kind": "tap", "datatype": datatype,
+                           "md5sum": md5sum, "definition": definition, "record_path": str(rec / record), **queues},
+                "publishes": [topic], "subscribes": [take]}
+
+    if flow.kind == "echo":  # source -> echoer on the far host (republishes on <topic>/echo) -> sink here
+        cls = message_class(flow_datatype(flow))
+        echoer = relay(f"flow_{name}_echo", flow.to[0], topic, transport, f"flow_{name}_echo.csv",
+                       cls._type, cls._md5sum, cls._full_text)
+        echoer["argv"][2] = f"flow:={echo_topic(flow)}"
+        echoer["publishes"] = [echo_topic(flow)]
+        back = sink(f"flow_{name}_sink", flow.from_, f"flow_{name}_rx.csv", echo_topic(flow))
+        return [back, echoer, _source(flow, topic, rec, queues, run_dir, node_binary)]
+
+    sinks = [sink(node, host, record, topic) for node, host, record in sink_names(flow)]
+    if flow.kind in ("generic", "camera"):
+        return sinks + [_source(flow, topic, rec, queues, run_dir, node_binary)]
+
     if flow.kind == "topic":  # the live topic -> relay recording each send (network topic) -> sinks
         cls = message_class(flow.datatype)
-        relay = {"name": f"flow_{name}_relay", "host": flow.from_,
-                 "argv": [str(node_binary("flow_sink")), f"__name:=flow_{name}_relay", f"flow:={topic}",
-                          f"flow_in:={flow.source_topic}"],
-                 "params": dict(relay_params, datatype=cls._type, md5sum=cls._md5sum, definition=cls._full_text)}
-        return sinks + [relay]
+        return sinks + [relay(f"flow_{name}_relay", flow.from_, flow.source_topic, "tcp_nodelay",
+                              f"flow_{name}_tx.csv", cls._type, cls._md5sum, cls._full_text)]
 
     # lidar_bag: rosbag play (local topic) -> relay recording each send (network topic) -> sinks.
     from .bags import cached_lidar_bag, message_type_of  # noqa: PLC0415
     bag = Path(flow.bag) if flow.bag else cached_lidar_bag(flow.count or 1200, 1.0 / flow.period)
-    datatype, md5sum, definition = message_type_of(bag, flow.bag_topic)
     local = f"{topic}_local"
-    relay = {"name": f"flow_{name}_relay", "host": flow.from_,
-             "argv": [str(node_binary("flow_sink")), f"__name:=flow_{name}_relay", f"flow:={topic}",
-                      f"flow_in:={local}"],
-             "params": dict(relay_params, datatype=datatype, md5sum=md5sum, definition=definition)}
+    tap = relay(f"flow_{name}_relay", flow.from_, local, "tcp_nodelay", f"flow_{name}_tx.csv",
+                *message_type_of(bag, flow.bag_topic))
     play_args = ["rosbag", "play", "--quiet", "--wait-for-subscribers", f"--delay={max(flow.start_delay, 1.0)}",
                  str(bag), f"{flow.bag_topic}:={local}", f"__name:=flow_{name}_play"]
     if flow.count:
         play_args.insert(3, f"--duration={flow.count * flow.period}")
-    play = {"name": f"flow_{name}_play", "host": flow.from_, "argv": play_args, "params": {}}
-    return sinks + [relay, play]
+    play = {"name": f"flow_{name}_play", "host": flow.from_, "argv": play_args, "params": {},
+            "publishes": [local], "subscribes": []}
+    return sinks + [tap, play]
+
+
+def _source(flow: "Flow", topic: str, rec: Path, queues: dict, run_dir: Path, node_binary) -> dict[str, Any]:
+    """``flow_source`` publishing the flow's messages (generic, echo, camera)."""
+    params = {"period": flow.period, "count": flow.count, "start_delay": flow.start_delay,
+              "record_path": str(rec / f"flow_{flow.name}_tx.csv"), **queues}
+    if flow.kind in ("generic", "echo"):
+        params.update(message="loop_sample", size_bytes=flow.size_bytes)
+    elif flow.encoding == "raw":
+        params.update(message="image", width=flow.width, height=flow.height)
+    else:
+        frames = camera_frames(run_dir / "flows" / flow.name, flow.width, flow.height, flow.jpeg_quality)
+        params.update(message="compressed_image", frames_dir=str(frames))
+    node = f"flow_{flow.name}_source"
+    return {"name": node, "host": flow.from_, "argv": [str(node_binary("flow_source")), f"__name:={node}",
+                                                       f"flow:={topic}"],
+            "params": params, "publishes": [topic], "subscribes": []}
+
+
+def flow_connections(procs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(topic, publisher node, subscriber node) of every connection between a flow's
+    processes, from what each publishes and subscribes."""
+    return [(topic, "/" + pub["name"], "/" + sub["name"]) for sub in procs for topic in sub["subscribes"]
+            for pub in procs if topic in pub["publishes"]]

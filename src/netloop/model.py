@@ -14,7 +14,7 @@ from typing import Any
 
 from .schema import Any_, Bool, Enum, Int, List, Map, Num, Str, key, section
 
-FLOW_KINDS = ["generic", "camera", "lidar_bag", "topic"]
+FLOW_KINDS = ["generic", "camera", "lidar_bag", "topic", "echo"]
 FLOW_TRANSPORTS = ["same", "tcp", "tcp_nodelay", "udp"]
 QUEUE_SIZE_MAX = 1_000_000
 
@@ -108,7 +108,7 @@ class Flow:
                                                   "on each)", min_len=1, scalar_ok=True, unique=True))
     subscribers: int = key(Int(1, "subscribers on each receiving host (each its own node)", ge=1, le=64))
     topic: str | None = key(Str(None, "topic (default /flows/<name>)"))
-    size_bytes: int = key(Int(1024, "generic: serialized message size [bytes]", ge=64, le=100_000_000))
+    size_bytes: int = key(Int(1024, "generic, echo: serialized message size [bytes]", ge=64, le=100_000_000))
     period: float = key(Num(0.1, "seconds between messages", gt=0, le=3600))
     count: int = key(Int(0, "messages to send; 0 = until the run ends", ge=0))
     start_delay: float = key(Num(1.0, "seconds between the subscriber connecting and the first message", ge=0))

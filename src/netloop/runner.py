@@ -20,7 +20,7 @@ from typing import Any, Callable
 from . import paths, rosenv
 from .connections import describe, node_connections
 from .experiment import RunSpec, estimated_run_seconds, expand, for_cell, link_capacity_mbit
-from .flows import flow_datatype, flow_processes, message_bytes, topic_of
+from .flows import echo_topic, flow_connections, flow_datatype, flow_processes, message_bytes, topic_of
 from .loops import LoopStart, get_loop_kind
 from .master import MasterError, RosMaster
 from .model import Experiment
@@ -124,6 +124,9 @@ def crossing_topics(exp: Experiment) -> list[CrossingTopic]:
     for flow in exp.flows:
         out += [CrossingTopic(topic_of(flow), flow_datatype(flow), flow.from_, dest, message_bytes(flow), flow.period)
                 for dest in flow.to]
+        if flow.kind == "echo":
+            out.append(CrossingTopic(echo_topic(flow), flow_datatype(flow), flow.to[0], flow.from_,
+                                     message_bytes(flow), flow.period))
     return out
 
 
@@ -141,9 +144,7 @@ def _start_flows(hosts: _Hosts, exp: Experiment, transport,
             proc = hosts.start(p["name"], p["host"], p["argv"], p["params"])
             if p["name"].endswith(("_source", "_play")) and (flow.count or p["name"].endswith("_play")):
                 finite.append(proc)
-        publisher = next(p["name"] for p in procs if p["name"].endswith(("_source", "_relay")))
-        connections += [(topic_of(flow), "/" + publisher, "/" + p["name"]) for p in procs
-                        if p["params"].get("kind") == "rx"]
+        connections += flow_connections(procs)
     return finite, connections
 
 

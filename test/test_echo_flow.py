@@ -1,0 +1,63 @@
+"""Echo flows (Jordan's sender/echoer): every message is republished at once by an echoer on
+the far host and recorded back on the sender, so the flow's delay is the round trip measured
+on one clock. Real runs: a direct ROS transport and a relay transport across a shaped link
+whose known delay the round trip must show."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from campaign_helpers import recorded_flows, run_campaign
+
+from netloop.analysis.flow_run import analyse_flow
+from netloop.analysis.records import read_events
+from netloop.experiment import validate_experiment
+from netloop.rundir import read_metadata
+from netloop.schema import ConfigError
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+
+
+def _echo(**extra):
+    return {"name": "ping", "kind": "echo", "size_bytes": 256, "period": 0.02, "count": 100, "start_delay": 0.5,
+            **extra}
+
+
+def test_echo_round_trip_on_loopback(tmp_path):
+    _, out = run_campaign(tmp_path, {"transport": ["tcp_nodelay", "udp"], "loop": {"type": "none"},
+                                     "flows": [_echo()]}, "echo")
+    for transport in ("tcp_nodelay", "udp"):
+        run = out / "runs" / f"{transport}-r0"
+        meta = read_metadata(run)
+        assert meta["status"] == "complete", meta.get("error")
+        expected = "UDPROS" if transport == "udp" else "TCPROS+NODELAY"
+        assert meta["negotiated_transport"] == {"/flows/ping": expected, "/flows/ping/echo": expected}
+        echoed = read_events(run / "records" / "flow_ping_echo.csv")
+        assert len(echoed) == 100 and set(echoed.kind.tolist()) == {"tap"}
+        f = analyse_flow(run, recorded_flows(run)[0])
+        assert f["ok"] and f["MDR"] == 1.0 and f["sent"] == 100
+        assert 0 < f["delay"]["p50_ms"] < 5     # two hops through ROS on one machine
+
+
+@needs_root
+def test_echo_over_a_relay_shows_the_link_delay_twice(tmp_path):
+    """Over a shaped link with 10 ms each way the round trip is about 20 ms, also through the
+    nimbro-style relays (the echo topic is carried back by the other host's relay)."""
+    _, out = run_campaign(tmp_path, {"link": "shaped", "link_params": {"delay_ms": 10, "rate_mbit": 20},
+                                     "transport": ["tcp_nodelay", "nimbro"], "loop": {"type": "none"},
+                                     "flows": [_echo(count=60)]}, "echo")
+    for transport in ("tcp_nodelay", "nimbro"):
+        run = out / "runs" / f"{transport}-r0"
+        meta = read_metadata(run)
+        assert meta["status"] in ("complete", "invalid"), meta.get("error")
+        f = analyse_flow(run, recorded_flows(run)[0])
+        assert f["ok"] and f["MDR"] >= 0.95, f
+        rtt = np.array(f["delays_ms"])
+        assert 19.0 < np.median(rtt) < 30.0, (transport, np.median(rtt))
+
+
+def test_echo_flow_has_one_echoer():
+    with pytest.raises(ConfigError) as err:
+        validate_experiment({"link": "loopback", "flows": [_echo(subscribers=2)]}, name="x")
+    assert err.value.key == "flows[0].to" and "one echoer" in str(err.value)
