@@ -238,10 +238,20 @@ def _validate_one(data: Any, source: str | None, name: str | None) -> Experiment
     if hosts is not None:
         with found.check():
             check_flows(exp.flows, hosts)
+            _check_instance_names(exp)
         with found.check():
             get_loop_kind(exp.loop.type).check(exp, hosts)
     found.raise_if_any(source)
     return exp
+
+
+def _check_instance_names(exp: Experiment) -> None:
+    """Replicas are named <name>_<k>: they must not collide with another flow's name."""
+    names = [f.name for f in exp.flow_instances]
+    clash = sorted({n for n in names if names.count(n) > 1})
+    if clash:
+        raise ConfigError("flows", f"flow names {', '.join(clash)} occur twice once replicas are expanded "
+                                   f"(a flow with replicas: N is named <name>_1 ... <name>_N)")
 
 
 def load_experiment(path: str | Path) -> Experiment:
@@ -272,7 +282,7 @@ def run_seconds(exp: Experiment) -> float:
         return loop_seconds
     if exp.duration is not None:
         return exp.duration
-    return max(f.start_delay + f.count * f.period for f in exp.flows)
+    return max(f.start_delay + f.count * f.period for f in exp.flow_instances)
 
 
 def estimated_run_seconds(exp: Experiment) -> float:
@@ -306,12 +316,12 @@ def experiment_warnings(exp: Experiment) -> list[str]:
         return []
     out = []
     for i, flow in enumerate(exp.flows):
-        load = link_bits_per_second(flow) / 1e6
+        load = link_bits_per_second(flow) * flow.replicas / 1e6
         if load > capacity:
             out.append(f"flows[{i}] ({flow.name}): offers {load:.1f} Mbit/s, more than link "
                        f"'{exp.link}' can ever carry ({capacity:g} Mbit/s): messages will queue and be lost")
-    total = sum(link_bits_per_second(f) for f in exp.flows) / 1e6
-    if len(exp.flows) > 1 and total > capacity:
+    total = sum(link_bits_per_second(f) for f in exp.flow_instances) / 1e6
+    if len(exp.flow_instances) > 1 and total > capacity:
         out.append(f"the flows together offer {total:.1f} Mbit/s, more than link '{exp.link}' carries "
                    f"({capacity:g} Mbit/s)")
     return out

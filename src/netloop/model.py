@@ -10,6 +10,7 @@ naming its dotted key and what is allowed), the defaults, the key reference in
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .schema import Any_, Bool, Enum, Int, List, Map, Num, Str, key, section
@@ -107,6 +108,8 @@ class Flow:
     to: list[str] = key(List(Str(), ["operator"], "receiving host, or a list of hosts (one subscriber set "
                                                   "on each)", min_len=1, scalar_ok=True, unique=True))
     subscribers: int = key(Int(1, "subscribers on each receiving host (each its own node)", ge=1, le=64))
+    replicas: int = key(Int(1, "independent publisher/subscriber pairs, each on its own topic "
+                               "/flows/<name>_<k> (vertical scaling: N node pairs on the same hosts)", ge=1, le=256))
     topic: str | None = key(Str(None, "topic (default /flows/<name>)"))
     size_bytes: int = key(Int(1024, "generic, echo: serialized message size [bytes]", ge=64, le=100_000_000))
     period: float = key(Num(0.1, "seconds between messages", gt=0, le=3600))
@@ -126,6 +129,14 @@ class Flow:
                                              "/scan)"))
     datatype: str | None = key(Str(None, "topic: its message type, e.g. sensor_msgs/CompressedImage"))
 
+    def instances(self) -> list["Flow"]:
+        """The flows this entry starts: itself, or for ``replicas: N`` N copies named
+        ``<name>_1`` ... ``<name>_N``, each on its own topic."""
+        if self.replicas == 1:
+            return [self]
+        return [dataclasses.replace(self, name=f"{self.name}_{k}", topic=f"{self.topic}_{k}" if self.topic else None,
+                                    replicas=1) for k in range(1, self.replicas + 1)]
+
     @property
     def subscriber_hosts(self) -> list[str]:
         """The host of every subscriber, in order (a host appears ``subscribers`` times)."""
@@ -134,6 +145,8 @@ class Flow:
 
 @section()
 class Experiment:
+    """An experiment file: the link, the transports, the loop and the flows, and how to sweep them."""
+
     name: str | None = key(Str(None, "experiment name (default: the file name)"))
     description: str = key(Str("", nonempty=False))
     link: str = key(Enum(_link_profile_names, "loopback", "link profile from config/links", what="link profile"))
@@ -154,3 +167,8 @@ class Experiment:
     duration: float | None = key(Num(None, "seconds a run lasts when no loop or count ends it", gt=0))
     run_timeout: float = key(Num(120.0, "a run taking longer than this [s] is stopped and marked failed", gt=0))
     keep_going: bool = key(Bool(True, "go on with the other runs when one fails"))
+
+    @property
+    def flow_instances(self) -> list[Flow]:
+        """Every flow a run starts (replicas expanded), in order."""
+        return [one for flow in self.flows for one in flow.instances()]

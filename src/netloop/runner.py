@@ -121,7 +121,7 @@ def crossing_topics(exp: Experiment) -> list[CrossingTopic]:
     """The topics whose publisher and subscriber are on different hosts: the loop kind's,
     then every flow's (one per receiving host)."""
     out = get_loop_kind(exp.loop.type).crossing_topics(exp)
-    for flow in exp.flows:
+    for flow in exp.flow_instances:
         out += [CrossingTopic(topic_of(flow), flow_datatype(flow), flow.from_, dest, message_bytes(flow), flow.period)
                 for dest in flow.to]
         if flow.kind == "echo":
@@ -136,7 +136,7 @@ def _start_flows(hosts: _Hosts, exp: Experiment, transport,
     (sources with a count, bag players) and (topic, publisher, subscriber) for every
     subscriber, to check."""
     finite, connections = [], []
-    for flow in exp.flows:
+    for flow in exp.flow_instances:
         ros_transport = (flow.transport if flow.transport != "same"
                          else transport.subscriber_transport(topic_of(flow), message_bytes(flow)))
         procs = flow_processes(flow, ros_transport, run_dir, paths.node_binary)
