@@ -5,15 +5,29 @@ import json
 from pathlib import Path
 
 from netloop.experiment import validate_experiment
+from netloop.model import Experiment
+from netloop.rundir import read_metadata
 from netloop.runner import campaign_dir_for, run_experiment
 
 
-def run_campaign(tmp_path: Path, doc: dict, name: str) -> tuple[dict, Path]:
+def run_campaign(tmp_path: Path, doc: dict, name: str) -> tuple[Experiment, Path]:
     """Validate ``doc``, run every cell into ``tmp_path``; returns (config, campaign dir)."""
     cfg = validate_experiment(doc, name=name)
     out = campaign_dir_for(cfg, tmp_path)
     run_experiment(cfg, out, log=lambda _: None)
     return cfg, out
+
+
+def campaign_runs(tmp_path: Path, doc: dict, name: str) -> dict[str, Path]:
+    """Runs the campaign like :func:`run_campaign`; returns its run directories by run id
+    (e.g. ``{"udp-r0": ...}``), the shape :func:`link_health.run_with_healthy_link` takes."""
+    _, out = run_campaign(tmp_path, doc, name)
+    return {d.name: d for d in sorted((out / "runs").iterdir())}
+
+
+def recorded_flows(run_dir: Path) -> list[dict]:
+    """The run's flows as its metadata.json records them (every key, sweep values applied)."""
+    return read_metadata(run_dir)["experiment"]["flows"]
 
 
 def relay_stats(run_dir: Path, node: str) -> dict:

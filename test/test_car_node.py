@@ -184,12 +184,14 @@ def test_node_drives_fake_car_and_stops(ros, tmp_path):
     pub = twist_publisher(ros, "pub2", -0.2, 0.0)
     s = wait_for(state_file, lambda s: s["controller"]["running"], 15, "motors to run again", ros)
     assert pins(s) == {17: 0, 18: 1, 27: 0, 22: 1}
-    ros.stop(node)
-    assert node.returncode is not None
+    ros.stop(node)   # SIGINT
+    assert node.returncode == 0, f"the node did not end cleanly on SIGINT (code {node.returncode})\n" \
+                                 + ros.log("car_node")
     s = read_state(state_file)
     assert s["controller"]["shut_down"], ros.log("car_node")
+    assert duty(s, 4) == duty(s, 5) == 0, "motor enable PWM (CH4/CH5) still on after SIGINT"
+    assert set(pins(s).values()) == {0}, f"L298N direction pins not all low after SIGINT: {pins(s)}"
     assert all(ch["duty"] == 0 for ch in s["pca9685"]["channels"].values())
-    assert set(pins(s).values()) == {0}
     ros.stop(pub)
 
 

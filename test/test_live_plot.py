@@ -7,12 +7,12 @@ import ast
 import json
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from waiting import recorded, wait_until
 
 from netloop import paths, rosenv
 from netloop.experiment import validate_experiment
@@ -74,7 +74,8 @@ def test_live_plot_window_shows_the_running_loop(roscore, xvfb, tmp_path):
         assert wait_for(lambda: _viewer_subscribed(roscore) or viewer.poll() is not None, 30)
         assert viewer.poll() is None, viewer.communicate()[0].decode()
         start_loop(roscore, tmp_path, samples=500)   # 10 s at 50 Hz
-        time.sleep(5.0)
+        # the screenshot once the plant has sent 4 s of samples: the plot's window is full
+        wait_until(lambda: recorded(tmp_path / "plant.csv", "tx", "y") >= 200, 20, "the plant to send 200 samples")
         tree = subprocess.run(["xwininfo", "-root", "-tree", "-display", xvfb], capture_output=True, text=True).stdout
         assert "netloop live" in tree, tree
         shot = tmp_path / "screen.png"

@@ -93,8 +93,8 @@ def test_keyboard_teleop_on_a_terminal(roscore, tmp_path, how):
         assert term.proc.wait(timeout=15) == 0, term.read()
         assert "stopped, bye" in term.read()
         assert termios.tcgetattr(term.slave) == term.before              # the terminal mode is back
-        time.sleep(0.5)
-        assert _twists(echo.log_path)[-1] == (0.0, 0.0)                  # the car was stopped
+        assert wait_for(lambda: _twists(echo.log_path)[-1] == (0.0, 0.0), 5), \
+            _twists(echo.log_path)[-3:]                                   # the car was stopped
     finally:
         term.close()
 

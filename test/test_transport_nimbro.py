@@ -9,10 +9,12 @@ import json
 import os
 
 import pytest
-from campaign_helpers import relay_stats, run_campaign
+from campaign_helpers import recorded_flows, relay_stats, run_campaign
+from link_health import assert_finished
 
 from netloop.analysis.flow_run import analyse_flow
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
+from netloop.rundir import read_metadata
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("nothing_left_behind")]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
@@ -95,16 +97,13 @@ def test_nimbro_over_ethernet_with_rate_limit_and_compression(tmp_path):
 @needs_root
 def test_fragmented_messages_missing_a_datagram_are_dropped(tmp_path):
     flows = [dict(LASER, count=250), dict(IMAGE, count=30)]
-    cfg, out = run(tmp_path, {"link": "shaped", "link_params": {"loss": 0.03, "delay_ms": 2, "rate_mbit": 50},
-                              "transport": "nimbro", "loop": {"type": "none"}, "flows": flows,
-                              "transport_options": {"nimbro": {"reassembly_timeout": 0.2}}})
+    _, out = run(tmp_path, {"link": "shaped", "link_params": {"loss": 0.03, "delay_ms": 2, "rate_mbit": 50},
+                           "transport": "nimbro", "loop": {"type": "none"}, "flows": flows,
+                           "transport_options": {"nimbro": {"reassembly_timeout": 0.2}}})
     run_dir = out / "runs" / "nimbro-r0"
-    meta = json.loads((run_dir / "metadata.json").read_text())
-    # a loaded machine may make the userspace shaper lag, which marks the run invalid; the
-    # loss and reassembly checked here do not depend on timing
-    assert meta["status"] == "complete" or (
-        meta["status"] == "invalid" and "behind real time" in meta["error"]), meta.get("error")
-    laser, image = (analyse_flow(run_dir, f) for f in cfg["flows"])
+    # the loss and reassembly checked here do not depend on timing: a lagging shaper is accepted
+    assert_finished(read_metadata(run_dir))
+    laser, image = (analyse_flow(run_dir, f) for f in recorded_flows(run_dir))
     assert laser["MDR"] > 0.9                      # one datagram each: ~3 % lost
     assert image["MDR"] < 0.6                      # 46 datagrams each: 0.97^46 = 25 % complete
     rx = last(run_dir, "nimbro_udp_receiver_operator")["reassembly"]

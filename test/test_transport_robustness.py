@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 from netloop import paths, rosenv
 from netloop.analysis.records import read_events
-from netloop.master import free_port, wait_for
+from netloop.master import free_port
 from netloop.processes import ProcessGroup
 from netloop.transports.relay_common import message_type
 
@@ -91,11 +92,6 @@ def connected(roscore, node: str, topic: str) -> bool:
         return False
 
 
-def last_stats(path: Path) -> dict:
-    lines = path.read_text().splitlines() if path.exists() else []
-    return json.loads(lines[-1]) if lines else {}
-
-
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -107,6 +103,32 @@ def received_seqs(path: Path) -> list[int]:
     return read_events(path).seq.tolist() if path.exists() else []
 
 
+def stats_after(path: Path, t_ns: int, timeout: float = 5.0) -> dict:
+    """The first statistics line the relay wrote after wall time ``t_ns``: its counts include
+    everything it had handled by then."""
+    def first_later():
+        for line in path.read_text().splitlines() if path.exists() else []:
+            try:
+                s = json.loads(line)
+            except ValueError:  # the line being written
+                continue
+            if s["stamp_ns"] > t_ns:
+                return s
+        return None
+    wait_until(first_later, timeout, f"a statistics line in {path.name} written after the last message")
+    return first_later()
+
+
+def own_socket(proto: str, port: int) -> dict:
+    """The local socket bound to 127.0.0.1:``port`` as /proc/net/{udp,tcp} shows it: its state
+    ("0A" = listening) and the bytes waiting in its receive queue (empty dict if none)."""
+    for line in Path(f"/proc/net/{proto}").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == f"0100007F:{port:04X}":
+            return {"state": fields[3], "rx_queue": int(fields[4].split(":")[1], 16)}
+    return {}
+
+
 def test_udp_receiver_survives_hostile_datagrams(roscore, nodes, tmp_path):
     lt = message_type("netloop/LoopSample")
     port, stats = free_port(), tmp_path / "stats.jsonl"
@@ -116,7 +138,7 @@ def test_udp_receiver_survives_hostile_datagrams(roscore, nodes, tmp_path):
         "reassembly_timeout": 0.3, "max_message_bytes": 1 << 20, "max_pending_bytes": 2 << 20,
         "max_pending_messages": 16, "stats_period": 0.2, "stats_path": str(stats)})
     proc, rx = sink(nodes, tmp_path, "/t")
-    assert wait_for(lambda: connected(roscore, "/sink", "/t"), 15), "sink never connected to the receiver"
+    wait_until(lambda: connected(roscore, "/sink", "/t"), 15, "the sink to connect to the receiver")
     peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     peer.bind(("127.0.0.1", 0))
     dest = ("127.0.0.1", port)
@@ -153,15 +175,14 @@ def test_udp_receiver_survives_hostile_datagrams(roscore, nodes, tmp_path):
     for i in range(3000):
         head = packets(bytes(1 << 20), "/t", 1000 + i)[0]
         send(head)
-    time.sleep(1.0)
+    wait_until(lambda: own_socket("udp", port).get("rx_queue") == 0, 20, "the receiver to read the whole flood")
     # still delivering
     for p in packets(loop_sample(5, padding=2000), "/t", 5):
         send(p)
-    assert wait_for(lambda: 5 in received_seqs(rx), 5), "a valid message after the attack was not delivered"
-    time.sleep(0.5)
+    wait_until(lambda: 5 in received_seqs(rx), 5, "a valid message sent after the attack to arrive")
+    s = stats_after(stats, time.time_ns())   # every datagram before the last one has been handled
     assert relay.poll() is None and proc.poll() is None
     assert received_seqs(rx) == [1, 5]          # m1 once, nothing foreign, incomplete or unknown
-    s = last_stats(stats)
     assert s["foreign"] >= 1 and s["unknown_topic"] >= 1
     assert sum(s["malformed"].values()) >= 300
     r = s["reassembly"]
@@ -179,8 +200,7 @@ def test_tcp_receiver_closes_bad_streams(roscore, nodes, tmp_path):
         "role": "tcp_receiver", "address": "127.0.0.1", "port": port, "allowed_peers": ["127.0.0.1"],
         "topics": [{"name": "/t"}], "stats_period": 0.2, "stats_path": str(stats)})  # type learnt from the stream
     proc, rx = sink(nodes, tmp_path, "/t")
-    time.sleep(1.0)
-    assert wait_for(lambda: stats.exists(), 10)
+    wait_until(lambda: own_socket("tcp", port).get("state") == "0A", 15, "the TCP receiver to listen")
     # not a peer: refused
     c = socket.socket()
     c.bind(("127.0.0.2", 0))
@@ -201,7 +221,7 @@ def test_tcp_receiver_closes_bad_streams(roscore, nodes, tmp_path):
     # then messages cut at random points
     ok = socket.create_connection(("127.0.0.1", port))
     ok.sendall(frame(type_announcement("/t", lt), "/t", 0, kind=2))
-    assert wait_for(lambda: connected(roscore, "/sink", "/t"), 10), "not advertised from the type announcement"
+    wait_until(lambda: connected(roscore, "/sink", "/t"), 10, "/t advertised from the type announcement")
     stream = b"".join(frame(loop_sample(k, padding=k * 100), "/t", k) for k in range(1, 6))
     pos = 0
     while pos < len(stream):
@@ -209,9 +229,8 @@ def test_tcp_receiver_closes_bad_streams(roscore, nodes, tmp_path):
         ok.sendall(stream[pos:pos + n])
         pos += n
         time.sleep(0.001)
-    assert wait_for(lambda: len(received_seqs(rx)) >= 5, 10)
-    time.sleep(0.5)
-    s = last_stats(stats)
+    wait_until(lambda: len(received_seqs(rx)) >= 5, 10, "the five messages of the cut stream")
+    s = stats_after(stats, time.time_ns())
     assert relay.poll() is None and proc.poll() is None
     assert s["foreign"] == 1 and s["stream_errors"] == 2
     assert received_seqs(rx) == [1, 2, 3, 4, 5]
@@ -228,7 +247,7 @@ def test_priority_relay_drops_foreign_and_malformed(roscore, nodes, tmp_path):
                     "priority": 100, "source": 0, "dest": 1}],
         "stats_period": 0.2, "stats_path": str(stats), "max_pending_bytes": 1 << 20})
     proc, rx = sink(nodes, tmp_path, "/t")
-    assert wait_for(lambda: connected(roscore, "/sink", "/t"), 15)
+    wait_until(lambda: connected(roscore, "/sink", "/t"), 15, "the sink to connect to the relay")
     peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     peer.bind(("127.0.0.1", peer_port))          # the configured peer: address AND port
     other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -244,9 +263,8 @@ def test_priority_relay_drops_foreign_and_malformed(roscore, nodes, tmp_path):
         peer.sendto(random.randbytes(random.randrange(0, 100)), dest)
     for p in packets(loop_sample(4, padding=4000), "/t", 4, src=0, dst=1)[::-1]:
         peer.sendto(p, dest)
-    assert wait_for(lambda: 4 in received_seqs(rx), 5)
-    time.sleep(0.5)
-    s = last_stats(stats)
+    wait_until(lambda: 4 in received_seqs(rx), 5, "the valid message from the peer")
+    s = stats_after(stats, time.time_ns())   # every datagram before it has been handled
     assert relay.poll() is None
     assert received_seqs(rx) == [4]
     assert s["foreign"] >= 1 and sum(s["malformed"].values()) >= 200

@@ -1,0 +1,65 @@
+"""The tests' one policy for runs whose emulated link lagged behind real time.
+
+The userspace shaper and ns-3 run in real time; on a busy machine they can fall behind, and
+the runner then marks the run ``invalid`` and records the lag samples under ``link_health``
+in its metadata.json. Tests read those numbers, never the error text:
+
+- a test that asserts timing runs through :func:`run_with_healthy_link`: a lagging run is
+  run once more, and if it lags again the test is an expected failure (xfail) whose reason
+  gives the lag numbers. Timing is never asserted on a run the emulator did not keep up with,
+  and never silently skipped.
+- a check that does not depend on timing (counts, loss, discovery) accepts a run whose only
+  problem is a lagging link: :func:`assert_finished`.
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from netloop.rundir import read_metadata
+
+
+def link_lag(meta: dict) -> str | None:
+    """How the run's emulated link lagged behind real time, with its numbers; None when the
+    link kept up (or has no emulator), or when it is invalid for another reason (e.g. the
+    emulator died: that is a failure, not lag)."""
+    health = meta.get("link_health") or {}
+    if health.get("valid", True):
+        return None
+    late, allowed = health.get("late_fraction"), health.get("late_fraction_allowed") or 0.0
+    if not health.get("late_samples") or late is None or (allowed and late <= allowed):
+        return None
+    return (f"{health['late_samples']} of {health['samples']} lag samples ({late:.2%}, allowed "
+            f"{allowed:.2%}) more than {health['lag_bound_ms']:g} ms behind real time; "
+            f"max {health['max_lag_ms']:.1f} ms, mean {health['mean_lag_ms']:.2f} ms")
+
+
+def assert_finished(meta: dict, label: str = "") -> None:
+    """The run finished: complete, or invalid only because its emulated link lagged."""
+    ok = meta.get("status") == "complete" or (meta.get("status") == "invalid" and link_lag(meta))
+    assert ok, f"run {label or meta.get('run_id')} {meta.get('status')}: {meta.get('error')}"
+
+
+def run_with_healthy_link(run: Callable[[Path], dict[str, Path]], out: Path) -> dict[str, Path]:
+    """``run(directory)`` runs one or more experiments into ``directory`` and returns their run
+    directories by label. When any of them finished on a lagging link, all run once more (into
+    a fresh directory); when a run lags again, the test is marked xfail with the lag numbers.
+    Returns the run directories of the attempt whose link kept up."""
+    lags: list[str] = []
+    for attempt in (1, 2):
+        runs = run(Path(out) / f"attempt{attempt}")
+        for label, run_dir in runs.items():
+            meta = read_metadata(run_dir)
+            assert_finished(meta, label)
+            lag = link_lag(meta)
+            if lag:
+                lags.append(f"attempt {attempt}, {label}: {lag}")
+        if not any(s.startswith(f"attempt {attempt},") for s in lags):
+            if lags:
+                warnings.warn("ran again after the emulated link lagged: " + "; ".join(lags), stacklevel=2)
+            return runs
+    pytest.xfail("the emulated link lagged behind real time in both attempts (machine busy), so "
+                 "its timing cannot be checked: " + "; ".join(lags))
