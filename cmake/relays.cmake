@@ -1,4 +1,4 @@
-# Relay transports (issue 4): nimbro-like UDP/TCP topic relays and the Pound priority relay
+# Relay transports: nimbro-like UDP/TCP topic relays and the Pound priority relay
 # (src/relays/), on a ROS-free wire library, one file per job (src/relays/wire/: formats,
 # datagrams, reassembly, stream frames, type announcements, compression, priority queue,
 # pacing) that the gtest below and the libFuzzer target in test/fuzz/ exercise

@@ -1,4 +1,4 @@
-# Embedded simulator and teleoperation (issue 5): the scripted teleop trial (roscpp, so its
+# Embedded simulator and teleoperation: the scripted teleop trial (roscpp, so its
 # odometry subscription can use UDPROS) and the Python nodes in nodes/.
 # nav_msgs / geometry_msgs are header-only message packages found with roscpp's include path
 # (Debian ships no nav_msgsConfig.cmake, so they are not find_package()d here).

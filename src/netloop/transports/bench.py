@@ -1,4 +1,5 @@
-"""Benchmarks of the relay transports (issue 4). ``run_all()`` returns a JSON-ready dict:
+"""Benchmarks of the relay transports (nimbro, nimbro_mixed, multimaster, priority).
+``run_all()`` returns a JSON-ready dict:
 
 * ``priority_wifi``: the Pound paper's two flows on ``wifi6`` (1 KB every 20 ms beside
   64 KB every 150 ms, robot -> operator): the small flow's mean one-way delay D and the std
