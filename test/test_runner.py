@@ -1,8 +1,9 @@
 """Whole runs through `netloop run`: real roscore, real nodes, loopback link.
 
 Checks that each transport's loop matches the local baseline (final value within 1 %,
-overshoot within 2 percentage points, settling time within one sample period), the requested transport is the negotiated one, a killed or interrupted
-run leaves a readable run directory and no process behind, and the report shows it all.
+overshoot within 2 percentage points, settling time within one sample period), the
+requested transport is the negotiated one, a killed or interrupted run leaves a readable
+run directory and no process behind, and the report shows it all.
 """
 from __future__ import annotations
 
