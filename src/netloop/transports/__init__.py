@@ -25,8 +25,7 @@ Relay transports (``multi_master = True``: one ROS master per host; the runner c
 """
 from __future__ import annotations
 
-from typing import Callable
-
+from ..registry import Registry
 from .base import CrossingTopic, Transport, TransportContext
 from .multimaster import MultimasterTransport
 from .nimbro import NimbroTransport
@@ -35,7 +34,7 @@ from .ros import MixedRosTransport, RosTransport
 
 #: name -> factory of a new, unstarted instance. Each run gets its own instance (a transport
 #: keeps what it started for one run), so nothing is shared between runs or cells.
-_FACTORIES: dict[str, Callable[[], Transport]] = {
+_TRANSPORTS: Registry[Transport] = Registry("transport", {
     "tcp": lambda: RosTransport("tcp", "TCPROS with Nagle's algorithm on (ROS's default)"),
     "tcp_nodelay": lambda: RosTransport("tcp_nodelay", "TCPROS with TCP_NODELAY, asked for by the subscriber"),
     "udp": lambda: RosTransport("udp", "UDPROS (roscpp only), datagrams of at most 1400 bytes"),
@@ -49,22 +48,18 @@ _FACTORIES: dict[str, Callable[[], Transport]] = {
         "nimbro_topic_transport, the paper's Nimbro*: messages up to 16 KiB over UDP, larger over TCP"),
     "multimaster": MultimasterTransport,
     "priority": PriorityTransport,
-}
+})
 
 
 def transport_names() -> list[str]:
     """Names accepted in experiment files, in a stable order."""
-    return list(_FACTORIES)
+    return _TRANSPORTS.names()
 
 
 def get_transport(name: str) -> Transport:
     """A new instance of the transport called ``name`` (one per run: instances are never
     shared); KeyError lists the allowed names."""
-    try:
-        factory = _FACTORIES[name]
-    except KeyError:
-        raise KeyError(f"unknown transport {name!r}; allowed: {', '.join(_FACTORIES)}") from None
-    return factory()
+    return _TRANSPORTS.get(name)
 
 
 __all__ = ["CrossingTopic", "Transport", "TransportContext", "RosTransport", "MixedRosTransport", "NimbroTransport",
