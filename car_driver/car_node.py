@@ -28,19 +28,13 @@ import os
 import sys
 import threading
 import time
-from pathlib import Path
 
-if not __package__:   # started as a script (rosrun/roslaunch): make the netloop package importable
-    _src = Path(__file__).resolve().parent.parent / "src"
-    if (_src / "netloop").is_dir() and str(_src) not in sys.path:
-        sys.path.insert(0, str(_src))
-
-from netloop.car_driver.controller import CarController, pan_tilt_from_joint_state  # noqa: E402
-from netloop.car_driver.fakes import FakeCamera, FakeGPIO, FakePCA9685Bus  # noqa: E402
-from netloop.car_driver.hardware import (HardwareError, OpenCVCamera, SMBusI2C,  # noqa: E402
+from netloop.car_driver.controller import CarController, pan_tilt_from_joint_state
+from netloop.car_driver.fakes import FakeCamera, FakeGPIO, FakePCA9685Bus
+from netloop.car_driver.hardware import (HardwareError, OpenCVCamera, SMBusI2C,
                                          encode_jpeg, open_gpio)
-from netloop.car_driver.profiles import load_profile  # noqa: E402
-from netloop.schema import ConfigError, Enum  # noqa: E402
+from netloop.car_driver.profiles import load_profile
+from netloop.schema import ConfigError, Enum
 
 HARDWARE_KINDS = ("real", "fake")
 

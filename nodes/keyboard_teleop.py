@@ -17,13 +17,8 @@ import sys
 import termios
 import time
 import tty
-from pathlib import Path
 
-_src = Path(__file__).resolve().parent.parent / "src"
-if (_src / "netloop").is_dir() and str(_src) not in sys.path:   # run from the repository
-    sys.path.insert(0, str(_src))
-
-from netloop.sim.keyboard import HELP, KeyDecoder, TeleopCommand  # noqa: E402
+from netloop.sim.keyboard import HELP, KeyDecoder, TeleopCommand
 
 
 def main(argv) -> int:
