@@ -57,6 +57,7 @@ CAMERA_XYZ = (0.015, 0.0, 0.012)       # camera board relative to the tilt axis
 CAMERA_SIZE = (0.015, 0.035, 0.035)
 CAMERA_MASS = 0.020
 CAMERA_HFOV = 1.085                    # rad (~62 deg, a typical small UVC module)
+CAMERA_WIDTH, CAMERA_HEIGHT = 320, 240  # pixels
 
 # 2D LIDAR on a post behind the camera head (an add-on: the kit has no LIDAR).
 LASER_XY = (0.020, 0.0)
@@ -283,6 +284,11 @@ def build() -> str:
         add(transmission(f"rear_{side}_wheel_joint", "VelocityJointInterface"))
     for side in ("left", "right"):
         add(transmission(f"front_{side}_steering_joint", "PositionJointInterface"))
+    # The free front wheels get an effort interface that no controller commands (zero torque:
+    # they roll freely) so that DefaultRobotHWSim registers them and joint_state_controller
+    # publishes all eight movable joints, as the embedded simulator does.
+    for side in ("left", "right"):
+        add(transmission(f"front_{side}_wheel_joint", "EffortJointInterface"))
     add(transmission("camera_pan_joint", "PositionJointInterface"))
     add(transmission("camera_tilt_joint", "PositionJointInterface"))
 
@@ -302,7 +308,6 @@ def gazebo_blocks() -> str:
         '    <plugin name="gazebo_ros_control" filename="libgazebo_ros_control.so">\n'
         "      <robotNamespace>/sunfounder_car</robotNamespace>\n"
         "      <robotSimType>gazebo_ros_control/DefaultRobotHWSim</robotSimType>\n"
-        "      <legacyModeNS>true</legacyModeNS>\n"
         "    </plugin>\n"
         "  </gazebo>\n")
     for wheel in ("rear_left_wheel", "rear_right_wheel", "front_left_wheel", "front_right_wheel"):
@@ -316,13 +321,17 @@ def gazebo_blocks() -> str:
         "      <update_rate>15</update_rate>\n"
         "      <camera>\n"
         f"        <horizontal_fov>{f(CAMERA_HFOV)}</horizontal_fov>\n"
-        "        <image><width>320</width><height>240</height><format>R8G8B8</format></image>\n"
+        f"        <image><width>{CAMERA_WIDTH}</width><height>{CAMERA_HEIGHT}</height><format>R8G8B8</format></image>\n"
         "        <clip><near>0.02</near><far>30</far></clip>\n"
         "        <noise><type>gaussian</type><mean>0.0</mean><stddev>0.007</stddev></noise>\n"
         "      </camera>\n"
         '      <plugin name="camera_controller" filename="libgazebo_ros_camera.so">\n'
-        "        <alwaysOn>true</alwaysOn>\n"
         "        <updateRate>0.0</updateRate>\n"
+        # the principal point of the embedded simulator's ideal pinhole (pixel centres from 0);
+        # the plugin's default is (size + 1) / 2
+        f"        <CxPrime>{f((CAMERA_WIDTH - 1) / 2)}</CxPrime>\n"
+        f"        <Cx>{f((CAMERA_WIDTH - 1) / 2)}</Cx>\n"
+        f"        <Cy>{f((CAMERA_HEIGHT - 1) / 2)}</Cy>\n"
         "        <cameraName>camera</cameraName>\n"
         "        <imageTopicName>image_raw</imageTopicName>\n"
         "        <cameraInfoTopicName>camera_info</cameraInfoTopicName>\n"

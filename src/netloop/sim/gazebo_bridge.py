@@ -8,8 +8,15 @@
 * ``pan_tilt`` (sensor_msgs/JointState) -> the pan/tilt position controllers.
 * ``/gazebo/model_states`` -> ``odom`` (nav_msgs/Odometry odom -> base_link, twist in
   base_link) and the odom -> base_link TF, at most ``~odom_rate`` per second.
+* ``/sunfounder_car/joint_states`` (joint_state_controller publishes in the controller
+  manager's namespace) -> ``joint_states``, and the URDF's joint transforms on ``/tf`` (movable
+  joints) and ``/tf_static`` (fixed joints, latched), as robot_state_publisher would.
 
-Needs gazebo_ros (ROS Noetic); not runnable on Debian 12, where only its mapping is tested.
+So Gazebo offers the embedded simulator's topics and frames: ``odom``, ``joint_states``,
+``/tf``, ``/tf_static`` from here; ``camera/image_raw``, ``camera/camera_info`` and ``scan``
+from the URDF's camera and laser plugins (frames ``camera_optical_frame`` and ``laser``).
+Needs gazebo_ros (ROS Noetic) for Gazebo itself; this node runs on Debian 12 too (tested
+with Gazebo's topics published by the test).
 """
 from __future__ import annotations
 
@@ -22,7 +29,7 @@ from netloop.schema import ConfigError
 
 from .actuation import CarActuation
 from .geometry import quat_to_matrix
-from .world import WorldError, read_urdf
+from .world import UrdfInfo, WorldError, joint_transform, read_urdf
 
 NAMESPACE = "/sunfounder_car"
 CONTROLLERS = {   # JointTargets field -> controller
@@ -34,9 +41,29 @@ CONTROLLERS = {   # JointTargets field -> controller
 }
 
 
+#: where joint_state_controller publishes: its controller manager's namespace (the URDF's
+#: gazebo_ros_control <robotNamespace>) + "joint_states" (ros-controls/ros_controllers@678b92a,
+#: joint_state_controller/src/joint_state_controller.cpp advertises on the root node handle)
+GAZEBO_JOINT_STATES = f"{NAMESPACE}/joint_states"
+
+
 def controller_commands(targets) -> dict[str, float]:
     """{controller name: command} for a JointTargets."""
     return {name: float(getattr(targets, field)) for field, names in CONTROLLERS.items() for name in names}
+
+
+def joint_frames(urdf: UrdfInfo, positions: dict[str, float] | None = None, fixed: bool = False):
+    """[(parent, child, xyz, quaternion xyzw)] of the URDF's fixed joints (``fixed``) or of its
+    movable joints at ``positions`` (joints not given: skipped), as robot_state_publisher computes them."""
+    out = []
+    for j in urdf.joints:
+        if (j.type == "fixed") != fixed:
+            continue
+        if fixed:
+            out.append((j.parent, j.child, *joint_transform(j, 0.0)))
+        elif positions is not None and j.name in positions:
+            out.append((j.parent, j.child, *joint_transform(j, positions[j.name])))
+    return out
 
 
 def main(argv=None) -> int:
@@ -85,8 +112,25 @@ def main(argv=None) -> int:
             send()
 
     pub_odom = rospy.Publisher("odom", Odometry, queue_size=10)
-    pub_tf = rospy.Publisher("/tf", TFMessage, queue_size=10)
+    pub_tf = rospy.Publisher("/tf", TFMessage, queue_size=50)
+    pub_tf_static = rospy.Publisher("/tf_static", TFMessage, queue_size=1, latch=True)
+    pub_js = rospy.Publisher("joint_states", JointState, queue_size=10)
     last = [None]
+
+    def transform(stamp, parent, child, xyz, rot):
+        t = TransformStamped()
+        t.header.stamp, t.header.frame_id, t.child_frame_id = stamp, parent, child
+        t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = xyz
+        t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z, t.transform.rotation.w = rot
+        return t
+
+    pub_tf_static.publish(TFMessage([transform(rospy.Time.now(), *f) for f in joint_frames(urdf, fixed=True)]))
+
+    def on_joint_states(msg):
+        pub_js.publish(msg)
+        frames = joint_frames(urdf, dict(zip(msg.name, msg.position)))
+        if frames:
+            pub_tf.publish(TFMessage([transform(msg.header.stamp, *f) for f in frames]))
 
     def on_states(msg):
         try:
@@ -108,15 +152,12 @@ def main(argv=None) -> int:
         o.twist.twist.linear.x, o.twist.twist.linear.y, o.twist.twist.linear.z = (float(v) for v in lin)
         o.twist.twist.angular.x, o.twist.twist.angular.y, o.twist.twist.angular.z = (float(v) for v in ang)
         pub_odom.publish(o)
-        t = TransformStamped()
-        t.header.stamp, t.header.frame_id, t.child_frame_id = now, "odom", urdf.root_link
-        t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = (
-            pose.position.x, pose.position.y, pose.position.z)
-        t.transform.rotation = q
-        pub_tf.publish(TFMessage([t]))
+        pub_tf.publish(TFMessage([transform(now, "odom", urdf.root_link, (pose.position.x, pose.position.y,
+                                                                          pose.position.z), (q.x, q.y, q.z, q.w))]))
 
     rospy.Subscriber("cmd_vel", Twist, on_cmd, queue_size=1, tcp_nodelay=True)
     rospy.Subscriber("pan_tilt", JointState, on_pan_tilt, queue_size=1)
+    rospy.Subscriber(GAZEBO_JOINT_STATES, JointState, on_joint_states, queue_size=10)
     try:
         from gazebo_msgs.msg import ModelStates  # noqa: PLC0415
         rospy.Subscriber("/gazebo/model_states", ModelStates, on_states, queue_size=1)

@@ -51,6 +51,42 @@ def fkie_installed() -> bool:
     return all(find_ros_package(p) is not None for p in ("fkie_master_discovery", "fkie_master_sync"))
 
 
+#: master_discovery clamps heartbeat_hz to 25.5 and judges a peer offline only while its
+#: heartbeats come at >= 0.3 Hz (DiscoveredMaster.MIN_HZ_FOR_QUALILTY), in
+#: fkie_master_discovery/src/fkie_master_discovery/master_discovery.py, fkie/multimaster_fkie@143f8e4 (noetic-devel).
+FKIE_HEARTBEAT_HZ = (0.3, 25.5)
+#: master_sync's default ignore lists name its own nodes '/master_discovery' and '/master_sync';
+#: netloop names them per host, so it adds these patterns (fkie_master_sync/src/fkie_master_sync/sync_thread.py@143f8e4).
+FKIE_OWN_NODES = ["/master_discovery_*", "/master_sync_*"]
+
+
+def fkie_discovery_params(options: dict[str, Any], others: list[str], rpc_port: int) -> dict[str, Any]:
+    """master_discovery's private parameters (names and types as
+    fkie_master_discovery/src/fkie_master_discovery/{__init__,master_discovery}.py read them,
+    fkie/multimaster_fkie@143f8e4). A peer is offline when no heartbeat came for
+    measurement_intervals x timeout_factor seconds (divided by the rate below 1 Hz), checked every
+    second: with measurement_intervals 1, timeout_factor carries netloop's ``peer_timeout``."""
+    hz = float(options["heartbeat_hz"])
+    low, high = FKIE_HEARTBEAT_HZ
+    if not low <= hz <= high:
+        raise TransportError(f"transport_options.multimaster.heartbeat_hz: {hz:g} is outside what fkie_master_discovery "
+                             f"uses ({low:g} .. {high:g} Hz: it clamps above, and detects no lost peer below)")
+    static = options["discovery"] == "static"
+    return {"mcast_group": options["mcast_group"], "mcast_port": int(options["mcast_port"]), "heartbeat_hz": hz,
+            "robot_hosts": list(others), "send_mcast": not static, "listen_mcast": not static,
+            "rpc_port": int(rpc_port), "rosmaster_hz": 5.0, "remove_after": 300.0,
+            "measurement_intervals": 1.0, "timeout_factor": float(options["peer_timeout"]) * min(hz, 1.0)}
+
+
+def fkie_sync_params(sync_topics: list[str]) -> dict[str, Any]:
+    """master_sync's private parameters (fkie_master_sync/src/fkie_master_sync/master_sync.py and
+    fkie_master_discovery/src/fkie_master_discovery/filter_interface.py, fkie/multimaster_fkie@143f8e4).
+    Its sync_topics entries are patterns: '*' is any text, matched whole and case-insensitively."""
+    return {"sync_topics": list(sync_topics), "sync_hosts": [], "ignore_hosts": [],
+            "ignore_nodes": list(FKIE_OWN_NODES), "sync_topics_on_demand": False, "resync_on_reconnect": True,
+            "resync_on_reconnect_timeout": 0.0, "sync_remote_nodes": False, "check_host": True}
+
+
 def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int],
          options: dict[str, Any], implementation: str, records: Path,
          fkie_binary: Callable[[str, str], Path | None] = ros_executable) -> list[dict[str, Any]]:
@@ -66,19 +102,11 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
             sync = fkie_binary("fkie_master_sync", "master_sync")
             if disc is None or sync is None:
                 raise TransportError("multimaster_fkie is installed without its master_discovery/master_sync nodes")
-            others = [address[o] for o in hosts if o != h]
-            discovery = {"mcast_group": options["mcast_group"], "mcast_port": options["mcast_port"],
-                         "heartbeat_hz": options["heartbeat_hz"], "robot_hosts": others,
-                         "send_mcast": options["discovery"] != "static",
-                         "listen_mcast": options["discovery"] != "static",
-                         "rpc_port": ports[h], "rosmaster_hz": 5, "remove_after": 300}
+            discovery = fkie_discovery_params(options, [address[o] for o in hosts if o != h], ports[h])
             out.append({"name": f"master_discovery_{h}", "host": h,
                         "argv": [str(disc), f"__name:=master_discovery_{h}"], "params": discovery, "own": False})
             out.append({"name": f"master_sync_{h}", "host": h, "argv": [str(sync), f"__name:=master_sync_{h}"],
-                        "params": {"sync_topics": sync_topics, "sync_hosts": [], "ignore_hosts": [],
-                                   "sync_topics_on_demand": False, "resync_on_reconnect": True,
-                                   "resync_on_reconnect_timeout": 0, "sync_remote_nodes": False,
-                                   "check_host": True}, "own": False})
+                        "params": fkie_sync_params(sync_topics), "own": False})
         else:
             name = f"mm_sync_{h}"
             out.append({"name": name, "host": h, "argv": python_module_argv("netloop.transports.mm_sync", name),

@@ -73,6 +73,36 @@ def _safe(name: str) -> str:
     return name.strip("/").replace("/", "_") or "root"
 
 
+#: nimbro_topic_transport's UDP datagram header holds the topic name and type in char[64]
+#: arrays (nimbro_topic_transport/src/udp/udp_packet.h, AIS-Bonn/nimbro_network@7e1de20):
+#: longer ones are cut to 63 characters and arrive under another name.
+NIMBRO_UDP_NAME_CHARS = 63
+
+
+def check_nimbro_limits(topics: list[CrossingTopic], options: dict[str, Any], mixed: bool,
+                        type_of: Callable[[str], dict | None]) -> None:
+    """Refuse what nimbro_topic_transport (AIS-Bonn/nimbro_network@7e1de20, the master branch
+    with udp_sender/udp_receiver/tcp_sender/tcp_receiver) cannot carry, naming the key:
+    a topic name or type longer than its UDP header holds, a ``rate`` on a TCP topic (its
+    tcp_sender reads no rate), and a message type unknown here (its receivers look the type up
+    with ``rosmsg md5``/``rosmsg show`` on the receiving host and drop what they cannot find)."""
+    for t in topics:
+        proto = topic_protocol(t, options, mixed)
+        key = f"transport_options.nimbro.topics.{t.topic}"
+        if proto == "udp":
+            for what, text in (("topic name", t.topic), ("message type", t.datatype)):
+                if len(text) > NIMBRO_UDP_NAME_CHARS:
+                    raise TransportError(f"{key}: {what} '{text}' has {len(text)} characters; nimbro_topic_transport's "
+                                         f"UDP header holds at most {NIMBRO_UDP_NAME_CHARS} (use protocol: tcp or "
+                                         "implementation: own)")
+        if proto == "tcp" and options["topics"].get(t.topic, {}).get("rate"):
+            raise TransportError(f"{key}.rate: nimbro_topic_transport's tcp_sender has no rate limit (it reads only "
+                                 "name, compress, type, enable); use protocol: udp, no rate, or implementation: own")
+        if type_of(t.datatype) is None:
+            raise TransportError(f"{key}: message type '{t.datatype}' is not installed here; nimbro_topic_transport's "
+                                 "receivers need it installed on the receiving host (they run rosmsg md5/show)")
+
+
 def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int], options: dict[str, Any],
          mixed: bool, implementation: str, records: Path,
          node_binary: Callable[[str], Path] = paths.node_binary,
@@ -81,6 +111,8 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
     """The processes to start: [{name, host, argv, params, own}] — receivers first, then
     senders (then, for nimbro_topic_transport, the placeholder publishers). Pure: it starts
     nothing, so the configuration generated for the real nimbro is tested here too."""
+    if implementation == "nimbro":
+        check_nimbro_limits(topics, options, mixed, type_of)
     receivers: dict[tuple[str, str], list[CrossingTopic]] = {}
     senders: dict[tuple[str, str, str], list[CrossingTopic]] = {}
     for t in topics:
@@ -139,9 +171,7 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
                     "params": params, "own": implementation == "own"})
     if implementation == "nimbro":
         for t in topics:  # advertise each topic at start (nimbro's receivers do so only later)
-            info = type_of(t.datatype)
-            if not info:
-                continue
+            info = type_of(t.datatype)   # known: check_nimbro_limits refused unknown types
             name = f"nimbro_placeholder_{_safe(t.topic)}"
             out.append({"name": name, "host": t.dest_host,
                         "argv": [str(node_binary("flow_sink")), f"__name:={name}", f"flow:={t.topic}",
