@@ -53,7 +53,7 @@ def test_options_are_validated_in_experiments():
 
 
 def test_real_nimbro_configuration():
-    opts = validate(nimbro.OPTIONS, {"topics": {"/flows/image": {"rate": 5.0, "compress": True}}})
+    opts = validate(nimbro.OPTIONS, {"topics": {"/flows/image": {"compress": True}}})
     ports = {"robot": 17100, "operator": 17102}
     specs = nimbro.plan(TOPICS, ADDRESS, ports, opts, mixed=True, implementation="nimbro", records=Path("/r"),
                         node_binary=fake_binary, nimbro_binary=lambda n: Path("/opt/ros/noetic/lib/ntt") / n,
@@ -67,7 +67,7 @@ def test_real_nimbro_configuration():
                                         {"name": "/flows/laser", "type": "netloop/LoopSample"}]}
     tcp = by_name["nimbro_tcp_sender_robot_to_operator"]
     assert tcp["argv"][0].endswith("/tcp_sender") and tcp["params"]["destination_port"] == 17103
-    assert tcp["params"]["topics"] == [{"name": "/flows/image", "rate": 5.0, "compress": True,
+    assert tcp["params"]["topics"] == [{"name": "/flows/image", "compress": True,
                                         "type": "sensor_msgs/CompressedImage"}]
     assert by_name["nimbro_udp_receiver_operator"]["params"] == {"port": 17102}
     assert by_name["nimbro_tcp_receiver_operator"]["params"] == {"port": 17103}
