@@ -25,11 +25,8 @@ from netloop import paths, rosenv
 from netloop.master import wait_for
 from netloop.processes import ProcessGroup, log_tail
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(shutil.which("rviz", path=rosenv.base_env()["PATH"]) is None,
-                       reason="rviz is not installed (make setup installs Debian's rviz package)"),
-]
+needs_rviz = pytest.mark.skipif(shutil.which("rviz", path=rosenv.base_env()["PATH"]) is None,
+                                reason="rviz is not installed (make setup installs Debian's rviz package)")
 
 CONFIG = paths.REPO / "config" / "netloop.rviz"
 #: the car 1.5 m from two walls of the arena, so the scan is inside the view
@@ -179,6 +176,8 @@ def show(roscore, xvfb, tmp_path, name, config, ready):
         roscore.group.stop(launch)
 
 
+@pytest.mark.integration
+@needs_rviz
 def test_rviz_draws_the_car_and_the_scan_of_the_simulator(roscore, xvfb, tmp_path):
     background, magenta = background_color(CONFIG), scan_color(CONFIG)
     assert tuple(magenta) == (255, 0, 255), "the scan's colour must stay one nothing else in the view uses"
@@ -214,3 +213,36 @@ def test_read_ppm_and_longest_run():
     assert img.shape == (1, 2, 3) and img[0, 1].tolist() == [4, 5, 6]
     assert longest_run(np.array([1, 0, 1, 1, 1, 0, 1, 1], dtype=bool)) == (2, 5)
     assert longest_run(np.zeros(3, dtype=bool)) == (0, 0)
+
+
+def test_launch_files_start_rviz_only_when_asked(tmp_path):
+    """rviz:=true adds rviz (and, for the embedded simulator, robot_description; for teleop, the
+    markers node); view_car.launch builds the model on the operator's side. Asked of roslaunch
+    itself (--nodes, --args, --dump-params), which parses the files without starting anything."""
+    env = dict(rosenv.base_env(), ROS_HOME=str(tmp_path))
+
+    def roslaunch(*args):
+        out = subprocess.run(["roslaunch", *args], env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    def nodes(*launch):
+        return set(roslaunch("--nodes", "netloop", *launch).split())
+
+    assert nodes("sim.launch") == {"/sim"}
+    assert "robot_description" not in yaml.safe_load(roslaunch("--dump-params", "netloop", "sim.launch"))
+    assert nodes("sim.launch", "rviz:=true") == {"/sim", "/rviz"}
+    assert "config/netloop.rviz" in roslaunch("--args", "/rviz", "netloop", "sim.launch", "rviz:=true")
+    urdf = yaml.safe_load(roslaunch("--dump-params", "netloop", "sim.launch", "rviz:=true"))["/robot_description"]
+    assert '<robot name="sunfounder_car"' in urdf
+    teleop = ("teleop.launch", "trial:=true", "rviz:=true", "odom:=odom_net")
+    assert nodes(*teleop) == {"/teleop_trial", "/teleop_markers", "/rviz_teleop"}
+    assert "odom:=odom_net" in roslaunch("--args", "/teleop_markers", "netloop", *teleop)
+    assert "config/teleop.rviz" in roslaunch("--args", "/rviz_teleop", "netloop", *teleop)
+    assert nodes("view_car.launch") == {"/robot_state_publisher", "/joint_state_publisher", "/rviz"}
+    assert "-f base_link" in roslaunch("--args", "/rviz", "netloop", "view_car.launch")
+    params = yaml.safe_load(roslaunch("--dump-params", "netloop", "view_car.launch"))
+    assert params["/joint_state_publisher/source_list"] == ["pan_tilt"]
+    for cfg in ("netloop.rviz", "teleop.rviz"):   # both configs are YAML rviz reads
+        displays = yaml.safe_load((paths.REPO / "config" / cfg).read_text())["Visualization Manager"]["Displays"]
+        assert {"rviz/RobotModel", "rviz/Odometry"} <= {d["Class"] for d in displays}
