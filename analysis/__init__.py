@@ -1,6 +1,7 @@
 """Analysis of netloop runs: records, the local baseline, metrics, plots and reports.
 
-Imported as ``netloop.analysis`` (``src/netloop/analysis`` links to this folder).
+Imported as ``netloop.analysis``: in a checkout and its devel space through the import hook of
+``src/netloop/__init__.py``, in an install space as installed by ``setup.py``.
 
     records, loop_run, flow_run, teleop_run   reading and analysing one run directory
     baseline, metrics                         the exact loop model, step and delay metrics

@@ -178,9 +178,6 @@ def test_installed_car_node_runs_with_a_real_master(install_space, installed_ros
     assert read_json(state_file)["controller"]["shut_down"]
 
 
-@pytest.mark.xfail(strict=True, reason="netloop.paths looks for config/ next to the source tree, not in "
-                                       "<prefix>/share/netloop: an installed car_node finds no car profile "
-                                       "unless ~profile_file is given")
 def test_installed_car_node_finds_its_default_profile(installed_ros, tmp_path):
     state_file = tmp_path / "car_state.json"
     group, _, env = installed_ros

@@ -4,14 +4,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-#: Repository root (the catkin package ``netloop``).
-REPO = Path(__file__).resolve().parents[2]
+_HERE = Path(__file__).resolve()
+#: True in a source checkout (and its devel space), False in an install space.
+IN_CHECKOUT = (_HERE.parents[2] / "package.xml").is_file()
+#: The package's files (config/, experiments/, worlds/, ...): the repository root in a
+#: checkout; ``<prefix>/share/netloop`` when installed (``<prefix>/lib/python3/dist-packages/netloop``).
+REPO = _HERE.parents[2] if IN_CHECKOUT else _HERE.parents[4] / "share" / "netloop"
 #: Catkin workspace made by ``make build`` (``src/netloop`` links back to REPO).
 WORKSPACE = Path(os.environ.get("NETLOOP_WORKSPACE", REPO / ".build" / "ws"))
 DEVEL = WORKSPACE / "devel"
 CONFIG = REPO / "config"
 EXPERIMENTS = REPO / "experiments"
-RESULTS = Path(os.environ.get("NETLOOP_RESULTS", REPO / "results"))
+RESULTS = Path(os.environ.get("NETLOOP_RESULTS", REPO / "results" if IN_CHECKOUT else Path.cwd() / "results"))
 
 
 def node_binary(name: str) -> Path:
