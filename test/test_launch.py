@@ -6,9 +6,15 @@ import pytest
 from netloop import rosenv
 from netloop.analysis.loop_run import LoopRun, analyse_loop_run
 from netloop.analysis.records import read_events
-from netloop.experiment import validate_experiment
+from netloop.experiment import expand, for_cell, validate_experiment
 
 pytestmark = pytest.mark.integration
+
+
+def _one_run(transport: str) -> dict:
+    """The experiment as a run's metadata.json records it (what the analysis reads)."""
+    exp = validate_experiment({"transport": transport}, name="launch")
+    return for_cell(exp, expand(exp)[0]).metadata()
 
 
 @pytest.mark.parametrize("transport", ["tcp", "udp"])
@@ -20,7 +26,7 @@ def test_launch_file_runs_the_loop(roscore, tmp_path, transport):
     assert launch.popen.wait(timeout=90) == 0, launch.log_path.read_text()[-2000:]
     log = launch.log_path.read_text()
     assert f"u over {transport}" in log and f"y over {transport}" in log
-    run = LoopRun(tmp_path, meta={"experiment": validate_experiment({"transport": transport}, name="launch")},
+    run = LoopRun(tmp_path, meta={"experiment": _one_run(transport)},
                   plant=read_events(tmp_path / "rec" / "plant.csv"),
                   controller=read_events(tmp_path / "rec" / "controller.csv"))
     a = analyse_loop_run(run)

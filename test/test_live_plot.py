@@ -119,7 +119,7 @@ def test_plot_of_a_recorded_run(tmp_path):
     from netloop.experiment import expand, for_cell
     cfg = validate_experiment({"transport": "udp", "loop": {"samples": 60}}, name="p")
     run = tmp_path / "udp-r0"
-    synthetic.write_run(run, for_cell(cfg, expand(cfg)[0]), np.full(60, 0.004), np.full(60, 0.006))
+    synthetic.write_run(run, for_cell(cfg, expand(cfg)[0]).metadata(), np.full(60, 0.004), np.full(60, 0.006))
     env = dict(rosenv.base_env())
     env.pop("DISPLAY", None)
     res = subprocess.run([PYTHON, "-m", "netloop", "plot", str(run)], env=env, capture_output=True, text=True,

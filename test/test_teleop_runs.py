@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+from campaign_helpers import recorded_flows
 
 from netloop.analysis.flow_run import analyse_flow
 from netloop.analysis.teleop_run import analyse_teleop_run, teleop_section
@@ -61,7 +62,7 @@ def test_trial_steps_track_the_local_baseline(teleop_campaign):
 
 def test_live_topic_flow_from_the_car(teleop_campaign):
     cfg, out = teleop_campaign
-    f = analyse_flow(out / "runs" / "udp-r0", cfg["flows"][0])
+    f = analyse_flow(out / "runs" / "udp-r0", recorded_flows(out / "runs" / "udp-r0")[0])
     assert f["ok"] and f["MDR"] >= 0.95 and f["sent"] >= 40
     assert f["mean_bytes"] == pytest.approx(1497, abs=10)     # 360-ray LaserScan
     assert f["period"]["mean_ms"] == pytest.approx(100, rel=0.1)

@@ -235,7 +235,7 @@ def _source(flow: "Flow", topic: str, rec: Path, queues: dict, run_dir: Path, no
 
 
 def flow_connections(procs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
-    """(topic, publisher node, subscriber node) of every connection between a flow's
-    processes, from what each publishes and subscribes."""
+    """(topic, publisher node, subscriber node) of every connection of a flow that crosses
+    between hosts, from what each of its processes publishes and subscribes."""
     return [(topic, "/" + pub["name"], "/" + sub["name"]) for sub in procs for topic in sub["subscribes"]
-            for pub in procs if topic in pub["publishes"]]
+            for pub in procs if topic in pub["publishes"] and pub["host"] != sub["host"]]
