@@ -108,20 +108,21 @@ def write_campaign(out_dir: str | Path, doc: dict, delays: DelayModel, seed: int
     import yaml  # noqa: PLC0415
 
     from ..experiment import expand, for_cell, validate_experiment  # noqa: PLC0415
+    from ..schema import to_dict  # noqa: PLC0415
 
     out_dir = Path(out_dir)
     cfg = validate_experiment(doc, name=doc.get("name", "synthetic"))
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
-    (out_dir / "experiment.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    (out_dir / "experiment.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False), encoding="utf-8")
     rng = np.random.default_rng(seed)
     rows = []
     for cell in expand(cfg):
-        run_cfg = for_cell(cfg, cell)
+        run_cfg = for_cell(cfg, cell).metadata()   # the experiment as the run's metadata.json records it
         y_d, u_d = delays(cell, run_cfg, rng)
         write_run(out_dir / "runs" / cell.run_id, run_cfg, y_d, u_d)
         rows.append({"run_id": cell.run_id, "transport": cell.transport, "condition": cell.condition,
                      "settings": dict(cell.settings), "repetition": cell.repetition, "status": "complete",
                      "error": None})
-    (out_dir / "campaign.json").write_text(json.dumps({"experiment": cfg["name"], "cells": rows}, indent=1),
+    (out_dir / "campaign.json").write_text(json.dumps({"experiment": cfg.name, "cells": rows}, indent=1),
                                            encoding="utf-8")
     return out_dir

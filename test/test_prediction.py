@@ -20,7 +20,7 @@ from netloop.experiment import expand, for_cell, validate_experiment
 
 def run_cfg(samples=80, **loop):
     cfg = validate_experiment({"transport": "udp", "loop": {"samples": samples, **loop}}, name="p")
-    return for_cell(cfg, expand(cfg)[0])
+    return for_cell(cfg, expand(cfg)[0]).metadata()
 
 
 def known_trace(n=80, seed=3):
