@@ -23,8 +23,6 @@ on shutdown (SIGINT/SIGTERM, rosnode kill, roslaunch stop) and if the node crash
 from __future__ import annotations
 
 import atexit
-import json
-import os
 import sys
 import threading
 import time
@@ -34,6 +32,7 @@ from netloop.car_driver.fakes import FakeCamera, FakeGPIO, FakePCA9685Bus
 from netloop.car_driver.hardware import (HardwareError, OpenCVCamera, SMBusI2C,
                                          encode_jpeg, open_gpio)
 from netloop.car_driver.profiles import load_profile
+from netloop.jsonio import write_json_atomic
 from netloop.schema import ConfigError, Enum
 
 HARDWARE_KINDS = ("real", "fake")
@@ -72,13 +71,6 @@ class Hardware:
                 "camera_frames": self.camera.frames if self.camera is not None else 0}
 
 
-def write_json_atomically(path: str, data: dict) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f)
-    os.replace(tmp, path)
-
-
 def main(argv=None) -> int:
     import rospy  # noqa: PLC0415 - ROS only where the node runs
     from geometry_msgs.msg import Twist  # noqa: PLC0415
@@ -101,9 +93,9 @@ def main(argv=None) -> int:
     def dump_state():
         if state_file:
             with lock:
-                write_json_atomically(state_file, {"time": time.time(), "car": profile["name"],
-                                                   "controller": controller.status(),
-                                                   **hw.snapshot()})
+                write_json_atomic(state_file, {"time": time.time(), "car": profile["name"],
+                                               "controller": controller.status(), **hw.snapshot()},
+                                  indent=None)
 
     controller = CarController(profile, hw.bus, hw.gpio,
                                watchdog_timeout=float(rospy.get_param("~watchdog_timeout", 0.25)),

@@ -11,6 +11,11 @@ metadata.json is written when the run starts (status "running") and rewritten at
 (write to a temporary file, then rename) whenever it changes, so it is always complete
 JSON. A run that was killed keeps status "running" with no end time, which the analysis
 reports as "incomplete".
+
+:class:`RunDir` is the one place that knows this layout: every reader of a run's
+metadata.json goes through :meth:`RunDir.read_metadata`, which refuses a file of another
+format with a clear :class:`MetadataError`; every JSON file is written with
+:func:`netloop.jsonio.write_json_atomic`.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paths, rosenv
+from .jsonio import write_json_atomic
 
 RUN_FORMAT = "netloop-run/1"
 EVENTS_FORMAT = "netloop-events/1"
@@ -34,27 +40,96 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
+class MetadataError(ValueError):
+    """A run's metadata.json is missing, not JSON, or not of the format netloop-run/1.
+
+    ``problem`` is the sentence a report lists for the run (without the directory)."""
+
+    def __init__(self, run_dir: Path, problem: str):
+        super().__init__(f"{run_dir}: {problem}")
+        self.run_dir, self.problem = Path(run_dir), problem
+
+
+class RunDir:
+    """One run directory: metadata.json, records/ (one event record per node), logs/."""
+
+    METADATA = "metadata.json"
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def metadata_path(self) -> Path:
+        return self.path / self.METADATA
+
+    @property
+    def records(self) -> Path:
+        return self.path / "records"
+
+    @property
+    def logs(self) -> Path:
+        return self.path / "logs"
+
+    def record(self, name: str) -> Path:
+        """The record file ``records/<name>.csv``."""
+        return self.records / f"{name}.csv"
+
+    def looks_like_a_run(self) -> bool:
+        """Whether the directory holds a run (its metadata.json or its records/)."""
+        return self.metadata_path.exists() or self.records.is_dir()
+
+    def create(self) -> "RunDir":
+        """Make the directory with records/ and logs/ros/."""
+        for sub in ("records", "logs/ros"):
+            (self.path / sub).mkdir(parents=True, exist_ok=True)
+        return self
+
+    def read_metadata(self) -> dict[str, Any]:
+        """metadata.json as a dict; MetadataError when it is missing, unreadable or of
+        another format than :data:`RUN_FORMAT`."""
+        try:
+            text = self.metadata_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise MetadataError(self.path, f"{self.METADATA} missing") from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise MetadataError(self.path, f"{self.METADATA} unreadable: {err}") from None
+        try:
+            meta = json.loads(text)
+        except ValueError as err:
+            raise MetadataError(self.path, f"{self.METADATA} unreadable: {err}") from None
+        if not isinstance(meta, dict):
+            raise MetadataError(self.path, f"{self.METADATA} unreadable: a JSON {type(meta).__name__}, "
+                                           "expected an object")
+        if meta.get("format") != RUN_FORMAT:
+            raise MetadataError(self.path, f"{self.METADATA} has format {meta.get('format')!r}, expected "
+                                           f"{RUN_FORMAT!r} (not a netloop run, or written by another version)")
+        return meta
+
+    def write_metadata(self, data: dict[str, Any]) -> None:
+        write_json_atomic(self.metadata_path, data)
+
+
+def status_problem(meta: dict[str, Any]) -> str | None:
+    """What a run's recorded status says is wrong with it (None for a complete run)."""
+    status = meta.get("status")
+    if status == "running":
+        return "run incomplete: it never finished (killed or crashed); data up to the stop is used"
+    if status not in (None, "complete"):
+        return f"run {status}: {meta.get('error')}"
+    return None
+
+
 def create_run_dir(path: Path) -> Path:
-    path = Path(path)
-    for sub in ("records", "logs/ros"):
-        (path / sub).mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=False, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    return RunDir(path).create().path
 
 
 def read_metadata(run_dir: Path) -> dict[str, Any]:
-    with open(Path(run_dir) / "metadata.json", encoding="utf-8") as f:
-        return json.load(f)
+    """The run's metadata.json (see :meth:`RunDir.read_metadata`)."""
+    return RunDir(run_dir).read_metadata()
 
 
 def git_revision() -> dict[str, Any]:
@@ -94,7 +169,7 @@ class RunMetadata:
     """metadata.json of one run, kept current on disk."""
 
     def __init__(self, run_dir: Path, **fields: Any):
-        self.path = Path(run_dir) / "metadata.json"
+        self.path = RunDir(run_dir).metadata_path
         self.data: dict[str, Any] = {
             "format": RUN_FORMAT, "records_format": EVENTS_FORMAT, "status": "running",
             "start_time": now_iso(), "start_unix": time.time(), "end_time": None,

@@ -20,6 +20,7 @@ import shutil
 import time
 from pathlib import Path
 
+from ..jsonio import write_json_atomic
 from . import util
 
 log = logging.getLogger("netloop.testbed")
@@ -52,11 +53,7 @@ def path_of(tb_id: str) -> Path:
 def save(record: dict) -> None:
     """Write a record atomically."""
     STATE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)
-    path = path_of(record["id"])
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=1)
-    os.replace(tmp, path)
+    write_json_atomic(path_of(record["id"]), record, indent=1)
 
 
 def load(tb_id: str) -> dict | None:

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from ..rundir import RunDir
+
 PAPER = {"std_Jd_ms": 2.0, "D_ms": 4.1}
 TARGETS = {"extra_delay_ms": 2.0, "std_Jd_ms": 3.0, "goodput_ratio": 0.9}
 RELAYS = ["nimbro", "nimbro_mixed", "multimaster", "priority"]
@@ -59,7 +61,7 @@ def _flow(run_dir: Path, flow: dict) -> dict[str, Any]:
 
 
 def _status(run_dir: Path) -> dict[str, Any]:
-    meta = json.loads((run_dir / "metadata.json").read_text())
+    meta = RunDir(run_dir).read_metadata()
     return {"status": meta["status"], "error": meta.get("error"),
             "max_lag_ms": (meta.get("link_health") or {}).get("max_lag_ms")}
 

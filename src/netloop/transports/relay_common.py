@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import rosenv
+from ..jsonio import write_json_atomic
 from ..schema import validate
 from .base import CrossingTopic, Transport, TransportContext
 
@@ -181,10 +182,7 @@ class RelayTransport(Transport):
             {"name": p["name"], "host": p["host"], "argv": p["argv"], "params": _shorten(p["params"])}
             for p in self.processes], "masters": dict(self.ctx.masters),
             "exec_prefix": {h: list(prefix) for h, prefix in self.ctx.exec_prefix.items()}}
-        path = Path(self.ctx.run_dir) / "transport.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=1, default=str))
-        os.replace(tmp, path)
+        write_json_atomic(Path(self.ctx.run_dir) / "transport.json", record, indent=1)
 
     def stop(self) -> None:
         """Writes the final record (the processes are stopped with the run's process group)."""
