@@ -7,7 +7,9 @@
 //
 // Parameters (shared loop config): rlc/K, rlc/Ki, rlc/Kd, rlc/reference [V], rlc/period [s].
 // Private: ~transport (tcp | tcp_nodelay | udp, for the y subscription), ~padding_bytes,
-//   ~record_path (CSV event log, empty = none).
+//   ~record_path (CSV event log, empty = none), ~publisher_queue_size (u),
+//   ~subscriber_queue_size (y) [messages, default 10].
+// When it stops it writes what it received and lost of y beside the record (receive_stats.h).
 #include <netloop/LoopSample.h>
 #include <ros/ros.h>
 
@@ -15,6 +17,7 @@
 
 #include "netloop/event_log.h"
 #include "netloop/loop_node.h"
+#include "netloop/receive_stats.h"
 #include "netloop/transport.h"
 
 namespace netloop {
@@ -29,8 +32,11 @@ class LoopController {
   LoopController(const PidGains& g, double reference, uint32_t padding, ros::Publisher pub, const std::string& path)
       : g_(g), r_(reference), padding_(padding), pub_(std::move(pub)), log_(path) {}
 
+  const SeqTracker& sampleSeqs() const { return y_seqs_; }
+
   void onSample(const LoopSample::ConstPtr& y) {
     const ros::WallTime received = ros::WallTime::now();
+    y_seqs_.add(y->seq);
     logSample(log_, "rx", "y", *y, toNs(received));
     const double e = r_ - y->value;
     integral_ += e * g_.T;
@@ -52,6 +58,7 @@ class LoopController {
   uint32_t seq_ = 0;
   double integral_ = 0.0, e_prev_ = 0.0;
   bool have_prev_ = false;
+  SeqTracker y_seqs_{0};  // the plant numbers its y from 0
 };
 
 int run() {
@@ -62,12 +69,17 @@ int run() {
   const double reference = requireNumber(nh, "rlc/reference", 1.0, Bound::Any);
   const uint32_t padding = static_cast<uint32_t>(requireNumber(pnh, "padding_bytes", 0, Bound::NonNegative));
   const Transport transport = requireTransport(pnh, "tcp_nodelay");
-  LoopController controller(gains, reference, padding, nh.advertise<LoopSample>("u", 10),
-                            pnh.param<std::string>("record_path", ""));
-  ros::Subscriber sub = nh.subscribe("y", 10, &LoopController::onSample, &controller, transportHints(transport));
-  ROS_INFO("loop_controller: K=%g Ki=%g Kd=%g r=%g V, y over %s", gains.K, gains.Ki, gains.Kd, reference,
-           transportName(transport).c_str());
+  const QueueDepths queues = requireQueueDepths(pnh, 10);
+  const std::string record_path = pnh.param<std::string>("record_path", "");
+  LoopController controller(gains, reference, padding, nh.advertise<LoopSample>("u", queues.publisher), record_path);
+  ros::Subscriber sub =
+      nh.subscribe("y", queues.subscriber, &LoopController::onSample, &controller, transportHints(transport));
+  WireCounter y_wire(sub.getTopic());
+  ROS_INFO("loop_controller: K=%g Ki=%g Kd=%g r=%g V, y over %s, queues %u (u) / %u (y)", gains.K, gains.Ki,
+           gains.Kd, reference, transportName(transport).c_str(), queues.publisher, queues.subscriber);
   ros::spin();
+  writeReceiveSummary(receiveSummaryPath(record_path), sub.getTopic(), controller.sampleSeqs(), y_wire.poll(),
+                      queues.subscriber);
   return 0;
 }
 

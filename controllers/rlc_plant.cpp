@@ -10,7 +10,9 @@
 //   rlc/period [s], rlc/initial_state [Vc, i].
 // Private parameters:  ~samples (sensor samples to publish, then exit), ~transport
 //   (tcp | tcp_nodelay | udp, for the u subscription), ~padding_bytes, ~record_path (CSV
-//   event log, empty = none), ~connect_timeout [s], ~warmup [s], ~linger [s].
+//   event log, empty = none), ~connect_timeout [s], ~warmup [s], ~linger [s],
+//   ~publisher_queue_size (y), ~subscriber_queue_size (u) [messages, default 10].
+// At exit it writes what it received and lost of u beside the record (receive_stats.h).
 // Exit status: 0 done, 2 bad parameter, 3 peers never connected.
 #include <netloop/LoopSample.h>
 #include <ros/callback_queue.h>
@@ -22,6 +24,7 @@
 
 #include "netloop/event_log.h"
 #include "netloop/loop_node.h"
+#include "netloop/receive_stats.h"
 #include "netloop/rlc_model.h"
 #include "netloop/transport.h"
 
@@ -44,6 +47,7 @@ class RlcPlant {
 
   void onActuation(const LoopSample::ConstPtr& msg) {
     const ros::WallTime now = ros::WallTime::now();
+    u_seqs_.add(msg->seq);
     if (have_applied_ && msg->seq <= last_applied_seq_) {
       ++stale_;
       logSample(log_, "stale", "u", *msg, toNs(now));
@@ -69,6 +73,7 @@ class RlcPlant {
 
   uint64_t applied() const { return applied_; }
   uint64_t stale() const { return stale_; }
+  const SeqTracker& actuationSeqs() const { return u_seqs_; }
 
  private:
   RlcCircuit circuit_;
@@ -78,6 +83,7 @@ class RlcPlant {
   uint32_t last_applied_seq_ = 0;
   bool have_applied_ = false;
   uint64_t applied_ = 0, stale_ = 0;
+  SeqTracker u_seqs_{0};  // the controller numbers its u from 0
 };
 
 /// Runs callbacks until `deadline`, waking for each arriving message.
@@ -110,13 +116,17 @@ int run() {
   const double linger = requireNumber(pnh, "linger", 0.5, Bound::NonNegative);
   const Transport transport = requireTransport(pnh, "tcp_nodelay");
   const std::string record_path = pnh.param<std::string>("record_path", "");
+  const QueueDepths queues = requireQueueDepths(pnh, 10);
 
   RlcPlant plant(params, x0[0], x0[1], record_path);
-  ros::Publisher pub_y = nh.advertise<LoopSample>("y", 10);
-  ros::Subscriber sub_u = nh.subscribe("u", 10, &RlcPlant::onActuation, &plant, transportHints(transport));
+  ros::Publisher pub_y = nh.advertise<LoopSample>("y", queues.publisher);
+  ros::Subscriber sub_u =
+      nh.subscribe("u", queues.subscriber, &RlcPlant::onActuation, &plant, transportHints(transport));
+  WireCounter u_wire(sub_u.getTopic());
 
-  ROS_INFO("rlc_plant: R=%g L=%g C=%g T=%g s, %d samples, u over %s; waiting for the controller",
-           params.R, params.L, params.C, period, samples, transportName(transport).c_str());
+  ROS_INFO("rlc_plant: R=%g L=%g C=%g T=%g s, %d samples, u over %s, queues %u (y) / %u (u); waiting for the "
+           "controller", params.R, params.L, params.C, period, samples, transportName(transport).c_str(),
+           queues.publisher, queues.subscriber);
   const ros::WallTime give_up = ros::WallTime::now() + ros::WallDuration(connect_timeout);
   while (ros::ok() && (pub_y.getNumSubscribers() == 0 || sub_u.getNumPublishers() == 0)) {
     if (ros::WallTime::now() > give_up) {
@@ -137,8 +147,13 @@ int run() {
     plant.recordSent(y);
   }
   serviceUntil(ros::WallTime::now() + ros::WallDuration(linger));
-  ROS_INFO("rlc_plant: done: %d samples sent, %llu actuations applied, %llu stale dropped", samples,
-           static_cast<unsigned long long>(plant.applied()), static_cast<unsigned long long>(plant.stale()));
+  const WireCounts wire = u_wire.poll();
+  writeReceiveSummary(receiveSummaryPath(record_path), sub_u.getTopic(), plant.actuationSeqs(), wire,
+                      queues.subscriber);
+  ROS_INFO("rlc_plant: done: %d samples sent, %llu actuations applied, %llu stale dropped, %lld u missing "
+           "(%lld dropped by the u queue)", samples, static_cast<unsigned long long>(plant.applied()),
+           static_cast<unsigned long long>(plant.stale()),
+           static_cast<long long>(plant.actuationSeqs().missing()), static_cast<long long>(wire.drops));
   return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <string>
 
 namespace netloop {
 
@@ -46,6 +47,32 @@ double requireNumber(const ros::NodeHandle& nh, const std::string& name, double 
     exitWithConfigError(msg.str());
   }
   return value;
+}
+
+namespace {
+
+uint32_t requireQueueDepth(const ros::NodeHandle& pnh, const std::string& name, int fallback) {
+  int value = fallback;
+  XmlRpc::XmlRpcValue raw;  // read raw: roscpp would silently truncate 2.5 to 2
+  if (pnh.getParam(name, raw)) {
+    if (raw.getType() != XmlRpc::XmlRpcValue::TypeInt) {
+      exitWithConfigError("parameter " + pnh.resolveName(name) + " must be an integer (messages)");
+    }
+    value = static_cast<int>(raw);
+  }
+  if (value < 1 || value > kMaxQueueDepth) {
+    exitWithConfigError("parameter " + pnh.resolveName(name) + " = " + std::to_string(value) +
+                        " is invalid: expected an integer from 1 to " + std::to_string(kMaxQueueDepth) +
+                        " (messages queued before roscpp discards the oldest)");
+  }
+  return static_cast<uint32_t>(value);
+}
+
+}  // namespace
+
+QueueDepths requireQueueDepths(const ros::NodeHandle& pnh, int fallback) {
+  return QueueDepths{requireQueueDepth(pnh, "publisher_queue_size", fallback),
+                     requireQueueDepth(pnh, "subscriber_queue_size", fallback)};
 }
 
 Transport requireTransport(const ros::NodeHandle& pnh, const std::string& fallback) {

@@ -34,6 +34,22 @@ double requireNumber(const ros::NodeHandle& nh, const std::string& name, double 
 /// Ends the node after printing `message` as a fatal error (exit status 2: bad configuration).
 [[noreturn]] void exitWithConfigError(const std::string& message);
 
+/// roscpp's queue depths of a node's topics [messages]: beyond them roscpp discards the
+/// oldest message (publisher: per subscriber connection, before the socket; subscriber:
+/// between the connection and the callback).
+struct QueueDepths {
+  uint32_t publisher;
+  uint32_t subscriber;
+};
+
+/// The largest queue depth a node accepts (the experiment schema's bound).
+constexpr int kMaxQueueDepth = 1000000;
+
+/// The private parameters ~publisher_queue_size and ~subscriber_queue_size (default
+/// `fallback`); exits with a message naming the parameter when one is not an integer in
+/// 1..kMaxQueueDepth (roscpp's 0, "unbounded", is refused: a run must say its bound).
+QueueDepths requireQueueDepths(const ros::NodeHandle& pnh, int fallback);
+
 /// The private parameter ~transport (tcp | tcp_nodelay | udp); exits with a clear message
 /// naming the allowed values when it is anything else.
 Transport requireTransport(const ros::NodeHandle& pnh, const std::string& fallback);

@@ -7,7 +7,12 @@
 //   seq, stamp_ns   read from the message: the header's seq and stamp for types that
 //           start with a std_msgs/Header, seq and stamp of netloop/LoopSample
 //   recv_ns the sink's clock at the callback; bytes: serialized size
-// ~record_path (CSV), ~transport, ~max_datagram (UDPROS).
+// ~record_path (CSV), ~transport, ~max_datagram (UDPROS), ~subscriber_queue_size and (relay
+// mode) ~publisher_queue_size [messages, default 100], ~process_time [s, default 0]: time the
+// sink spends on each message, as a consumer that processes what it takes (image processing)
+// would, so that a queue too short for the flow shows its drops.
+// When it stops it writes what it received and lost beside the record: missing sequence
+// numbers and roscpp's subscriber-queue drops (include/netloop/receive_stats.h).
 //
 // Relay mode (~republish true): subscribes `flow_in` on its own host and republishes every
 // message on `flow`, recording each (kind "tap") as it is republished, i.e. the exact time the
@@ -19,9 +24,11 @@
 #include <topic_tools/shape_shifter.h>
 
 #include <cstring>
+#include <optional>
 
 #include "netloop/event_log.h"
 #include "netloop/loop_node.h"
+#include "netloop/receive_stats.h"
 #include "netloop/transport.h"
 
 namespace netloop {
@@ -74,8 +81,8 @@ Stamp readStamp(const std::string& datatype, const std::string& definition, cons
 
 class Sink {
  public:
-  Sink(const std::string& path, const std::string& kind, const std::string& topic)
-      : log_(path), kind_(kind), topic_(topic) {}
+  Sink(const std::string& path, const std::string& kind, const std::string& topic, double process_time)
+      : log_(path), kind_(kind), topic_(topic), process_time_(process_time) {}
 
   void republishOn(ros::Publisher pub) { out_ = std::move(pub); }
 
@@ -89,15 +96,24 @@ class Sink {
     log_.write(EventRow{kind_.c_str(), topic_.c_str(), s.seq, 0.0, s.stamp_ns, toNs(now), -1, -1,
                         static_cast<uint32_t>(buf.size())});
     ++received_;
+    if (s.stamp_ns >= 0) {  // a type whose seq this sink can read
+      if (!seqs_) seqs_.emplace(msg->getDataType() == "netloop/LoopSample" ? 0 : -1);
+      seqs_->add(s.seq);
+    }
+    if (process_time_ > 0) ros::WallDuration(process_time_).sleep();
   }
 
   uint64_t received() const { return received_; }
+  /// The sequence numbers received (counted from the first message when none was readable).
+  SeqTracker seqs() const { return seqs_ ? *seqs_ : SeqTracker(-1); }
 
  private:
   EventLog log_;
   std::string kind_, topic_;
+  double process_time_;
   ros::Publisher out_;
   uint64_t received_ = 0;
+  std::optional<SeqTracker> seqs_;
 };
 
 int run() {
@@ -107,7 +123,10 @@ int run() {
   if (kind != "rx" && kind != "tap") exitWithConfigError("parameter ~kind: '" + kind + "'; allowed: rx, tap");
   const int max_datagram = static_cast<int>(requireNumber(pnh, "max_datagram", 1400, Bound::Positive));
   const std::string topic = nh.resolveName("flow");
-  Sink sink(pnh.param<std::string>("record_path", ""), kind, topic);
+  const QueueDepths queues = requireQueueDepths(pnh, 100);
+  const double process_time = requireNumber(pnh, "process_time", 0.0, Bound::NonNegative);
+  const std::string record_path = pnh.param<std::string>("record_path", "");
+  Sink sink(record_path, kind, topic, process_time);
   std::string input = topic;
   topic_tools::ShapeShifter shape;
   if (pnh.param("republish", false)) {
@@ -116,14 +135,21 @@ int run() {
     if (datatype.empty() || md5.empty())
       exitWithConfigError("relay mode (~republish) needs ~datatype and ~md5sum (and ~definition)");
     shape.morph(md5, datatype, pnh.param<std::string>("definition", ""), "false");
-    sink.republishOn(shape.advertise(nh, topic, 100));
+    sink.republishOn(shape.advertise(nh, topic, queues.publisher));
     input = nh.resolveName("flow_in");
   }
-  ros::Subscriber sub = nh.subscribe<topic_tools::ShapeShifter>(input, 100, &Sink::onMessage, &sink,
-                                                                transportHints(transport, max_datagram));
-  ROS_INFO("flow_sink %s (%s) over %s", topic.c_str(), kind.c_str(), transportName(transport).c_str());
+  ros::Subscriber sub = nh.subscribe<topic_tools::ShapeShifter>(
+      input, queues.subscriber, &Sink::onMessage, &sink, transportHints(transport, max_datagram));
+  WireCounter wire(sub.getTopic());
+  ROS_INFO("flow_sink %s (%s) over %s, subscriber queue %u", topic.c_str(), kind.c_str(),
+           transportName(transport).c_str(), queues.subscriber);
   ros::spin();
-  ROS_INFO("flow_sink %s: %llu messages", topic.c_str(), static_cast<unsigned long long>(sink.received()));
+  const WireCounts counts = wire.poll();
+  const SeqTracker seqs = sink.seqs();
+  writeReceiveSummary(receiveSummaryPath(record_path), sub.getTopic(), seqs, counts, queues.subscriber);
+  ROS_INFO("flow_sink %s: %llu messages, %lld missing, %lld dropped by the subscriber queue", topic.c_str(),
+           static_cast<unsigned long long>(sink.received()), static_cast<long long>(seqs.missing()),
+           static_cast<long long>(counts.drops));
   return 0;
 }
 

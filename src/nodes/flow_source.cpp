@@ -5,7 +5,10 @@
 //           compressed_image  sensor_msgs/CompressedImage, JPEG files from ~frames_dir, cycled
 // ~period [s], ~count (0 = until stopped), ~size_bytes, ~width, ~height, ~frames_dir,
 // ~start_delay [s] after the first subscriber connects (~wait_for_subscribers, default true),
-// ~connect_timeout [s], ~record_path (netloop-events/1 CSV, one tx row per message).
+// ~connect_timeout [s], ~record_path (netloop-events/1 CSV, one tx row per message),
+// ~publisher_queue_size [messages, default 10]: per subscriber connection, roscpp discards
+// the oldest message beyond it (what it discards shows as missing seqs at the sink; see
+// include/netloop/receive_stats.h for why the publisher itself cannot count them).
 // Publishes on `flow` (remap it). Messages with a header carry seq and stamp there.
 // SIGINT/SIGTERM stop the sending; the node then waits ~drain [s] (default 1) with its
 // connections open, so messages already published still arrive.
@@ -69,12 +72,13 @@ int run() {
   const bool wait_subs = pnh.param("wait_for_subscribers", true);
   EventLog log(pnh.param<std::string>("record_path", ""));
   const std::string topic = nh.resolveName("flow");
+  const uint32_t queue = requireQueueDepths(pnh, 10).publisher;
 
   ros::Publisher pub;
   std::function<void(uint32_t, const ros::WallTime&)> publish;
   if (kind == "loop_sample") {
     const double size = requireNumber(pnh, "size_bytes", 1024, Bound::Positive);
-    pub = nh.advertise<LoopSample>("flow", 10);
+    pub = nh.advertise<LoopSample>("flow", queue);
     LoopSample probe = makeSample(0, 0.0, ros::WallTime::now(), nullptr, 0);
     const uint32_t overhead = sizeOf(probe);
     const uint32_t padding = size > overhead ? static_cast<uint32_t>(size) - overhead : 0;
@@ -86,7 +90,7 @@ int run() {
   } else if (kind == "image") {
     const int w = static_cast<int>(requireNumber(pnh, "width", 320, Bound::Positive));
     const int h = static_cast<int>(requireNumber(pnh, "height", 240, Bound::Positive));
-    pub = nh.advertise<sensor_msgs::Image>("flow", 10);
+    pub = nh.advertise<sensor_msgs::Image>("flow", queue);
     auto img = boost::make_shared<sensor_msgs::Image>();
     img->width = w;
     img->height = h;
@@ -109,7 +113,7 @@ int run() {
     };
   } else if (kind == "compressed_image") {
     const auto frames = loadFrames(pnh.param<std::string>("frames_dir", ""));
-    pub = nh.advertise<sensor_msgs::CompressedImage>("flow", 10);
+    pub = nh.advertise<sensor_msgs::CompressedImage>("flow", queue);
     publish = [&, frames](uint32_t seq, const ros::WallTime& now) {
       sensor_msgs::CompressedImage m;
       m.header.seq = seq;
@@ -138,7 +142,8 @@ int run() {
   for (const ros::WallTime until = ros::WallTime::now() + ros::WallDuration(start_delay);
        sending() && ros::WallTime::now() < until;)
     ros::WallDuration(0.01).sleep();
-  ROS_INFO("flow_source %s: %s every %.3f s, %d messages", topic.c_str(), kind.c_str(), period, count);
+  ROS_INFO("flow_source %s: %s every %.3f s, %d messages, publisher queue %u", topic.c_str(), kind.c_str(), period,
+           count, queue);
   const ros::WallTime t0 = ros::WallTime::now();
   for (int k = 0; sending() && (count == 0 || k < count); ++k) {
     const ros::WallTime due = t0 + ros::WallDuration(k * period);
