@@ -1,5 +1,5 @@
-# netloop_wifi_link: the ns-3 802.11a link emulator of the testbed (src/ns3/wifi_link.cc),
-# used by the link profiles of type ns3_wifi (wifi6, wifi6_2hop). Built only when ns-3 3.37
+# netloop_wifi_link: the ns-3 802.11a/g/n link emulator of the testbed (src/ns3/wifi_link.cc),
+# used by the link profiles of type ns3_wifi (wifi6, wifi6_2hop, wifi6_ap, wifi_g54, wifi_n_mcs7, ...). Built only when ns-3 3.37
 # is installed (Debian 12: ns3 libns3-dev libgsl-dev); without it the other profiles work.
 find_package(ns3 3.37 QUIET)
 if(ns3_FOUND)
@@ -20,6 +20,6 @@ if(ns3_FOUND)
   endif()
   install(TARGETS netloop_wifi_link RUNTIME DESTINATION ${CATKIN_PACKAGE_BIN_DESTINATION})
 else()
-  message(STATUS "ns-3 3.37 not found: netloop_wifi_link (link profiles wifi6, wifi6_2hop) "
+  message(STATUS "ns-3 3.37 not found: netloop_wifi_link (the ns3_wifi link profiles) "
                  "is not built; install ns3 libns3-dev libgsl-dev")
 endif()

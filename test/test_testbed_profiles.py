@@ -26,6 +26,25 @@ def test_hosts_per_profile():
     assert Testbed(load_profile("ethernet")).hosts == ["robot", "operator"]
     assert Testbed(load_profile("wifi6")).hosts == ["robot", "operator"]
     assert Testbed(load_profile("wifi6_2hop")).hosts == ["robot", "relay", "operator"]
+    for name in ("wifi6_ap", "wifi_g54", "wifi_n_mcs7", "wifi_n_mcs7_ap"):  # an AP is no host
+        assert Testbed(load_profile(name)).hosts == ["robot", "operator"]
+
+
+def test_wifi_standard_mode_and_rate_reach_ns3():
+    """What a profile says is what netloop_wifi_link is told (defaults: ad-hoc 802.11a)."""
+    from netloop.testbed.links import Ns3WifiLink
+
+    def args(name):
+        link = Ns3WifiLink(load_profile(name))
+        link.taps, link.stats_path = {"robot": "r", "operator": "o"}, "s"
+        return [a for a in link.command() if a.split("=")[0] in ("--standard", "--mode", "--manager", "--rate")]
+
+    assert args("wifi6") == ["--standard=80211a", "--mode=adhoc", "--manager=constant", "--rate=OfdmRate6Mbps"]
+    assert args("wifi6_ap") == ["--standard=80211a", "--mode=ap", "--manager=constant", "--rate=OfdmRate6Mbps"]
+    assert args("wifi_g54")[0] == "--standard=80211g" and args("wifi_g54")[-1] == "--rate=ErpOfdmRate54Mbps"
+    assert args("wifi_n_mcs7_ap") == ["--standard=80211n", "--mode=ap", "--manager=constant", "--rate=HtMcs7"]
+    assert Ns3WifiLink(load_profile("wifi_n_mcs7_ap")).positions() == {
+        "robot": 0, "access_point": 10, "operator": 20}
 
 
 def test_unknown_profile_lists_allowed_ones():

@@ -1,12 +1,18 @@
-// netloop_wifi_link: a real-time ns-3 IEEE 802.11a ad-hoc channel joining Linux tap devices.
+// netloop_wifi_link: a real-time ns-3 IEEE 802.11a/g/n channel joining Linux tap devices.
 //
-// Each ns-3 node owns one Wi-Fi device (802.11a, ConstantRateWifiManager at a fixed OFDM
-// rate, YANS channel, ad-hoc MAC) bridged to a Linux tap device by a TapBridge in
-// ConfigureLocal mode. The Python testbed (netloop.testbed.links) runs this program inside
+// Each ns-3 node owns one Wi-Fi device (`--standard` 80211a, 80211g or 80211n at 2.4 GHz;
+// `--manager` constant: ConstantRateWifiManager at the fixed `--rate`, or ideal:
+// IdealWifiManager; YANS channel) bridged to a Linux tap device by a TapBridge in
+// ConfigureLocal mode. `--mode` adhoc: the nodes are ad-hoc stations that talk directly.
+// `--mode` ap (infrastructure): one more node, the access point, has no tap; the tapped
+// nodes are stations associated to it (SSID "netloop"), so every frame from one station to
+// another goes up to the AP and is forwarded down by its MAC (ApWifiMac): it crosses the air
+// twice. The "ready" line is written only once every station is associated. The Python testbed (netloop.testbed.links) runs this program inside
 // a private "link" network namespace, waits for the "ready" line, then moves each tap into
 // its host namespace. Nodes sit on a line, `--distance` metres apart; `--range` (metres,
 // 0 = unlimited) cuts the channel off beyond that distance, so with 3 nodes and
 // distance < range < 2*distance the two ends are hidden terminals that only hear the middle.
+// In ap mode the access point sits in the middle: the two stations at 0 and 2*distance.
 //
 // The simulator runs in real time (RealtimeSimulatorImpl, best effort, ChecksumEnabled).
 // A probe event every `--probe-ms` measures how late the simulator runs behind the wall
@@ -14,7 +20,10 @@
 //   {"type":"stats","wall":<epoch s>,"sim_s":..,"lag_max_ms":<interval max>,"lag_mean_ms":..,
 //    "lag_max_total_ms":..,"lag_mean_total_ms":..,"probes":..,"late_probes":..,"cpu_s":..,
 //    "nodes":[{"mac_tx":..,"mac_rx":..,"queue_drop":..,"retries":..,"final_fail":..,
-//              "phy_tx_drop":..,"phy_rx_drop":..},...]}
+//              "phy_tx_drop":..,"phy_rx_drop":..,"data_mpdu_tx":..},...]}
+// "nodes" follows --taps, then the access point (ap mode). data_mpdu_tx counts the data
+// frames (MPDUs, retransmissions included) each node put on the air: in ap mode the AP's
+// count is the stations' relayed traffic.
 // Lag samples taken before `--warmup` seconds of simulated time are not counted (tap
 // creation forks a helper at t=0). SIGTERM/SIGINT stop the simulation cleanly and write a
 // last line with "type":"final".
@@ -108,6 +117,7 @@ struct NodeCounters
     uint64_t finalFail = 0;
     uint64_t phyTxDrop = 0;
     uint64_t phyRxDrop = 0;
+    uint64_t dataMpduTx = 0;
 };
 
 struct LagStats
@@ -173,6 +183,21 @@ CountPhyRxDrop(uint32_t i, Ptr<const Packet>, WifiPhyRxfailureReason)
     g_nodes[i].phyRxDrop++;
 }
 
+void
+CountDataMpdus(uint32_t i, WifiConstPsduMap psdus, WifiTxVector, double)
+{
+    for (const auto& entry : psdus)
+    {
+        for (const auto& mpdu : *entry.second)
+        {
+            if (mpdu->GetHeader().IsData())
+            {
+                g_nodes[i].dataMpduTx++;
+            }
+        }
+    }
+}
+
 double
 WallNow()
 {
@@ -214,7 +239,7 @@ WriteLine(const char* type)
         os << (i ? "," : "") << "{\"mac_tx\":" << c.macTx << ",\"mac_rx\":" << c.macRx
            << ",\"queue_drop\":" << c.queueDrop << ",\"retries\":" << c.retries
            << ",\"final_fail\":" << c.finalFail << ",\"phy_tx_drop\":" << c.phyTxDrop
-           << ",\"phy_rx_drop\":" << c.phyRxDrop << "}";
+           << ",\"phy_rx_drop\":" << c.phyRxDrop << ",\"data_mpdu_tx\":" << c.dataMpduTx << "}";
     }
     os << "]}\n";
     std::string line = os.str();
@@ -261,6 +286,22 @@ PeriodicStats()
     Simulator::Schedule(g_statsInterval, &PeriodicStats);
 }
 
+/// Whether every station of an infrastructure network is associated (true in ad-hoc mode).
+bool
+StationsAssociated(const NetDeviceContainer& devices)
+{
+    for (uint32_t i = 0; i < g_taps.size(); ++i)
+    {
+        Ptr<WifiNetDevice> dev = DynamicCast<WifiNetDevice>(devices.Get(i));
+        Ptr<StaWifiMac> sta = DynamicCast<StaWifiMac>(dev->GetMac());
+        if (sta && !sta->IsAssociated())
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
 void
 CheckReady(NetDeviceContainer devices)
 {
@@ -272,11 +313,16 @@ CheckReady(NetDeviceContainer devices)
             return;
         }
     }
+    if (!StationsAssociated(devices))
+    {
+        Simulator::Schedule(MilliSeconds(1), &CheckReady, devices);
+        return;
+    }
     if (g_stats)
     {
         std::ostringstream os;
         os << "{\"type\":\"ready\",\"wall\":" << std::fixed << WallNow() << ",\"pid\":" << getpid()
-           << ",\"macs\":[";
+           << ",\"sim_s\":" << Simulator::Now().GetSeconds() << ",\"macs\":[";
         for (uint32_t i = 0; i < devices.GetN(); ++i)
         {
             os << (i ? "," : "") << "\"" << Mac48Address::ConvertFrom(devices.Get(i)->GetAddress())
@@ -304,6 +350,36 @@ Split(const std::string& s)
     return out;
 }
 
+/// The ns-3 standard, the non-HT rate of control frames and the channel of `name`.
+struct StandardChoice
+{
+    WifiStandard standard;
+    const char* controlMode;
+    const char* channelSettings; // "" = the standard's default channel
+};
+
+bool
+ParseStandard(const std::string& name, StandardChoice& out)
+{
+    if (name == "80211a")
+    {
+        out = {WIFI_STANDARD_80211a, "OfdmRate6Mbps", ""};
+    }
+    else if (name == "80211g")
+    {
+        out = {WIFI_STANDARD_80211g, "ErpOfdmRate6Mbps", ""};
+    }
+    else if (name == "80211n")
+    {
+        out = {WIFI_STANDARD_80211n, "ErpOfdmRate6Mbps", "{1, 20, BAND_2_4GHZ, 0}"};
+    }
+    else
+    {
+        return false;
+    }
+    return true;
+}
+
 } // namespace
 
 int
@@ -324,13 +400,20 @@ main(int argc, char* argv[])
     uint32_t rtsThreshold = 65535;
     uint32_t queuePackets = 500;
     uint32_t seed = 1;
+    std::string standardName = "80211a";
+    std::string mode = "adhoc";
+    std::string manager = "constant";
 
     CommandLine cmd(__FILE__);
-    cmd.Usage("Real-time 802.11a ad-hoc channel between Linux tap devices (see the file header).");
+    cmd.Usage("Real-time 802.11a/g/n channel between Linux tap devices (see the file header).");
     cmd.AddValue("taps", "comma-separated tap device names, one per node (2 or 3)", taps);
     cmd.AddValue("ips", "comma-separated IPv4 addresses given to the taps", ips);
     cmd.AddValue("netmask", "IPv4 netmask of the taps", netmask);
-    cmd.AddValue("rate", "fixed OFDM data mode (ConstantRateWifiManager DataMode)", rate);
+    cmd.AddValue("standard", "80211a, 80211g or 80211n (2.4 GHz, 20 MHz)", standardName);
+    cmd.AddValue("mode", "adhoc (stations talk directly) or ap (stations of an access point)", mode);
+    cmd.AddValue("manager", "constant (fixed --rate) or ideal (IdealWifiManager)", manager);
+    cmd.AddValue("rate", "fixed data mode of --manager constant (e.g. OfdmRate6Mbps, "
+                 "ErpOfdmRate54Mbps, HtMcs7)", rate);
     cmd.AddValue("distance", "metres between neighbouring nodes on the line", distance);
     cmd.AddValue("range", "propagation cut-off in metres (0 = unlimited)", range);
     cmd.AddValue("tx-power", "transmit power, dBm", txPower);
@@ -355,6 +438,29 @@ main(int argc, char* argv[])
     if (distance <= 0 || range < 0 || statsInterval <= 0 || probeMs <= 0)
     {
         std::fprintf(stderr, "netloop_wifi_link: distance, stats-interval and probe-ms must be > 0\n");
+        return 2;
+    }
+    StandardChoice choice;
+    if (!ParseStandard(standardName, choice))
+    {
+        std::fprintf(stderr, "netloop_wifi_link: --standard %s: allowed 80211a, 80211g, 80211n\n",
+                     standardName.c_str());
+        return 2;
+    }
+    if (mode != "adhoc" && mode != "ap")
+    {
+        std::fprintf(stderr, "netloop_wifi_link: --mode %s: allowed adhoc, ap\n", mode.c_str());
+        return 2;
+    }
+    if (manager != "constant" && manager != "ideal")
+    {
+        std::fprintf(stderr, "netloop_wifi_link: --manager %s: allowed constant, ideal\n", manager.c_str());
+        return 2;
+    }
+    const bool infrastructure = mode == "ap";
+    if (infrastructure && g_taps.size() != 2)
+    {
+        std::fprintf(stderr, "netloop_wifi_link: --mode ap takes exactly 2 --taps (the stations)\n");
         return 2;
     }
     if (!statsPath.empty())
@@ -383,17 +489,29 @@ main(int argc, char* argv[])
                        UintegerValue(rtsThreshold));
 
     uint32_t n = g_taps.size();
-    g_nodes.resize(n);
-    NodeContainer nodes;
+    g_nodes.resize(n + (infrastructure ? 1 : 0));
+    NodeContainer nodes; // the tapped nodes (stations), then the access point
     nodes.Create(n);
+    NodeContainer apNode;
+    if (infrastructure)
+    {
+        apNode.Create(1);
+    }
 
     WifiHelper wifi;
-    wifi.SetStandard(WIFI_STANDARD_80211a);
-    wifi.SetRemoteStationManager("ns3::ConstantRateWifiManager",
-                                 "DataMode",
-                                 StringValue(rate),
-                                 "ControlMode",
-                                 StringValue("OfdmRate6Mbps"));
+    wifi.SetStandard(choice.standard);
+    if (manager == "constant")
+    {
+        wifi.SetRemoteStationManager("ns3::ConstantRateWifiManager",
+                                     "DataMode",
+                                     StringValue(rate),
+                                     "ControlMode",
+                                     StringValue(choice.controlMode));
+    }
+    else
+    {
+        wifi.SetRemoteStationManager("ns3::IdealWifiManager");
+    }
 
     YansWifiChannelHelper channel;
     channel.SetPropagationDelay("ns3::ConstantSpeedPropagationDelayModel");
@@ -407,24 +525,48 @@ main(int argc, char* argv[])
     phy.SetChannel(channel.Create());
     phy.Set("TxPowerStart", DoubleValue(txPower));
     phy.Set("TxPowerEnd", DoubleValue(txPower));
+    if (*choice.channelSettings)
+    {
+        phy.Set("ChannelSettings", StringValue(choice.channelSettings));
+    }
 
     WifiMacHelper mac;
-    mac.SetType("ns3::AdhocWifiMac");
-    NetDeviceContainer devices = wifi.Install(phy, mac, nodes);
+    NetDeviceContainer devices;
+    NetDeviceContainer all; // devices, then the access point's
+    Ssid ssid("netloop");
+    if (infrastructure)
+    {
+        mac.SetType("ns3::StaWifiMac", "Ssid", SsidValue(ssid), "ActiveProbing", BooleanValue(false));
+        devices = wifi.Install(phy, mac, nodes);
+        mac.SetType("ns3::ApWifiMac", "Ssid", SsidValue(ssid));
+        all.Add(devices);
+        all.Add(wifi.Install(phy, mac, apNode));
+    }
+    else
+    {
+        mac.SetType("ns3::AdhocWifiMac");
+        devices = wifi.Install(phy, mac, nodes);
+        all.Add(devices);
+    }
 
     MobilityHelper mobility;
     Ptr<ListPositionAllocator> positions = CreateObject<ListPositionAllocator>();
-    for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t i = 0; i < n; ++i) // ap mode: stations at 0 and 2 d, the AP at d
     {
-        positions->Add(Vector(i * distance, 0.0, 0.0));
+        positions->Add(Vector(i * distance * (infrastructure ? 2 : 1), 0.0, 0.0));
+    }
+    if (infrastructure)
+    {
+        positions->Add(Vector(distance, 0.0, 0.0));
     }
     mobility.SetPositionAllocator(positions);
     mobility.SetMobilityModel("ns3::ConstantPositionMobilityModel");
     mobility.Install(nodes);
+    mobility.Install(apNode);
 
-    for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t i = 0; i < all.GetN(); ++i)
     {
-        Ptr<WifiNetDevice> dev = DynamicCast<WifiNetDevice>(devices.Get(i));
+        Ptr<WifiNetDevice> dev = DynamicCast<WifiNetDevice>(all.Get(i));
         dev->GetMac()->TraceConnectWithoutContext("MacTx", MakeBoundCallback(&CountMacTx, i));
         dev->GetMac()->TraceConnectWithoutContext("MacRx", MakeBoundCallback(&CountMacRx, i));
         dev->GetMac()->TraceConnectWithoutContext("MacTxDrop",
@@ -439,6 +581,8 @@ main(int argc, char* argv[])
                                                   MakeBoundCallback(&CountPhyTxDrop, i));
         dev->GetPhy()->TraceConnectWithoutContext("PhyRxDrop",
                                                   MakeBoundCallback(&CountPhyRxDrop, i));
+        dev->GetPhy()->TraceConnectWithoutContext("PhyTxPsduBegin",
+                                                  MakeBoundCallback(&CountDataMpdus, i));
     }
 
     TapBridgeHelper bridge;

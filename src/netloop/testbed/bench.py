@@ -4,6 +4,8 @@
   live testbed, using :mod:`netloop.testbed.probe` run inside the hosts;
 * :func:`ns3_saturation` — ns-3 CPU use and real-time lag while a bulk transfer saturates
   ``wifi6``;
+* :func:`wifi_figures` — UDP RTT, TCP goodput, ns-3 CPU and lag of each Wi-Fi profile
+  (ad-hoc and access point, 802.11a/g/n);
 * :func:`up_down_times` — median time to bring each profile up and down.
 
 All return plain dicts (JSON-ready).
@@ -116,6 +118,29 @@ def ns3_saturation(profile: str = "wifi6", seconds: float = 8.0,
             "valid": h["valid"]}
 
 
+#: The Wi-Fi profiles measured side by side: ad-hoc against access point at the same rate.
+WIFI_PROFILES = ("wifi6", "wifi6_ap", "wifi_g54", "wifi_n_mcs7", "wifi_n_mcs7_ap")
+
+
+def wifi_figures(profile: str, seconds: float = 5.0, pings: int = 50) -> dict:
+    """One ns-3 Wi-Fi profile measured: UDP echo RTT of 64-byte datagrams (idle link), bulk
+    TCP goodput robot -> operator, and ns-3's CPU use and real-time lag during the transfer."""
+    with Testbed(load_profile(profile)) as tb:
+        time.sleep(1.0)  # past the lag warm-up
+        r = rtt(tb, count=pings, interval=0.02)
+        t0 = time.time()
+        c0 = _cpu_seconds(tb._link.proc.pid)
+        g = goodput(tb, seconds=seconds)
+        c1 = _cpu_seconds(tb._link.proc.pid)
+        t1 = time.time()
+        time.sleep(1.1)  # one more stats line covering the end of the transfer
+        h = tb.health(since=t0)
+    return {"profile": profile, "rtt_median_ms": round(r["rtt_median_ms"], 3), "rtt_received": r["received"],
+            "rtt_sent": r["sent"], "goodput_mbit_s": round(g["mbit_s"], 3),
+            "ns3_cpu_fraction": round((c1 - c0) / (t1 - t0), 3), "max_lag_ms": h["max_lag_ms"],
+            "mean_lag_ms": h["mean_lag_ms"], "late_fraction": h["late_fraction"], "valid": h["valid"]}
+
+
 def _cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -145,7 +170,8 @@ def run_all(repeats: int = 3) -> dict:
     """Everything above, for ``make bench`` (needs root; loopback-only without it)."""
     if os.geteuid() != 0:
         return {"skipped": "testbed benchmarks need root (network namespaces)"}
-    res = {"up_down": up_down_times(repeats=repeats), "ns3_wifi6": ns3_saturation("wifi6")}
+    res = {"up_down": up_down_times(repeats=repeats), "ns3_wifi6": ns3_saturation("wifi6"),
+           "wifi": {name: wifi_figures(name) for name in WIFI_PROFILES}}
     for name in ("ethernet", "wifi6", "wifi6_2hop", "shaped"):
         with Testbed(load_profile(name)) as tb:
             res.setdefault("goodput_mbit_s", {})[name] = round(goodput(tb, seconds=3)["mbit_s"], 2)

@@ -7,11 +7,14 @@ inside the testbed's namespaces.
 
 * ``loopback`` — nothing: both hosts are the root namespace, 127.0.0.1.
 * ``ethernet`` — a veth pair, each end rate-limited by an htb (or tbf) qdisc.
-* ``ns3_wifi`` — taps bridged into a real-time ns-3 802.11a ad-hoc channel
-  (``netloop_wifi_link``, ``src/ns3/wifi_link.cc``). With ``hops: 2`` the relay is a host of
-  its own: robot and operator are out of each other's radio range, their routes to each
-  other go through the relay's address, and the relay namespace forwards IPv4 (ICMP
-  redirects off), so every robot-operator packet crosses the channel twice.
+* ``ns3_wifi`` — taps bridged into a real-time ns-3 802.11a/g/n channel
+  (``netloop_wifi_link``, ``src/ns3/wifi_link.cc``), ad-hoc or through an access point. With
+  ``hops: 2`` the relay is a host of its own: robot and operator are out of each other's
+  radio range, their routes to each other go through the relay's address, and the relay
+  namespace forwards IPv4 (ICMP redirects off), so every robot-operator packet crosses the
+  channel twice. With ``mode: ap`` the access point lives inside ns-3 (no host, no tap):
+  robot and operator are its stations, one subnet, and its MAC forwards every frame between
+  them, so again every packet crosses the channel twice.
 * ``shaped`` — taps joined by the userspace emulator :mod:`netloop.testbed.shaper`.
 
 The tap-based links run their emulator inside a private ``link`` namespace (so its taps never
@@ -316,8 +319,12 @@ def wifi_binary() -> Path:
                            "apt-get install ns3 libns3-dev libgsl-dev)") from None
 
 
+#: ``standard`` of a profile -> ns-3 standard name given to netloop_wifi_link --standard.
+NS3_STANDARDS = {"802.11a": "80211a", "802.11g": "80211g", "802.11n": "80211n"}
+
+
 class Ns3WifiLink(TapLink):
-    """802.11a ad-hoc at a fixed OFDM rate, emulated in real time by ns-3."""
+    """802.11a/g/n, ad-hoc or through an access point, emulated in real time by ns-3."""
 
     what = "ns3"
 
@@ -341,6 +348,8 @@ class Ns3WifiLink(TapLink):
             "--taps=" + ",".join(self.taps[h] for h in order),
             "--ips=" + ",".join(host_address(h) for h in order),
             "--netmask=255.255.255.0",
+            f"--standard={NS3_STANDARDS[p['standard']]}", f"--mode={p['mode']}",
+            f"--manager={p['rate_manager']}",
             f"--rate={p['phy_rate']}", f"--distance={p['distance_m']}",
             f"--range={p['max_range_m']}", f"--tx-power={p['tx_power_dbm']}",
             f"--rts-threshold={p['rts_threshold']}", f"--queue={p['queue_packets']}",
@@ -348,6 +357,14 @@ class Ns3WifiLink(TapLink):
             f"--stats-interval={p['stats_interval_s']}", f"--probe-ms={p['probe_interval_ms']}",
             f"--lag-bound={p['lag_bound_ms']}",
         ]
+
+    def positions(self) -> dict[str, float]:
+        """Metres along the line: neighbours ``distance_m`` apart; in ap mode the access point
+        sits between robot and operator, ``distance_m`` from each."""
+        d = self.profile["distance_m"]
+        if self.profile["mode"] == "ap":
+            return {"robot": 0.0, "access_point": d, "operator": 2 * d}
+        return {h: i * d for i, h in enumerate(self.hosts)}
 
     @staticmethod
     def _binary_or_none() -> str | None:
@@ -367,12 +384,17 @@ class Ns3WifiLink(TapLink):
         out = super().metadata()
         out.update({
             "simulator": "ns-3 3.37 RealtimeSimulatorImpl (best effort), ChecksumEnabled",
-            "standard": "IEEE 802.11a ad-hoc, ConstantRateWifiManager", "phy_rate": p["phy_rate"],
+            "standard": f"IEEE {p['standard']} "
+                        + ("infrastructure (access point in ns-3)" if p["mode"] == "ap" else "ad-hoc")
+                        + (", ConstantRateWifiManager" if p["rate_manager"] == "constant"
+                           else ", IdealWifiManager"),
+            "mode": p["mode"], "phy_rate": p["phy_rate"] if p["rate_manager"] == "constant" else None,
             "channel": "YANS, LogDistance" + (f" + Range {p['max_range_m']:g} m"
                                               if p["max_range_m"] else ""),
-            "positions_m": {h: i * p["distance_m"] for i, h in enumerate(self.hosts)},
+            "positions_m": self.positions(),
             "routing": ("relay namespace forwards IPv4; static /32 routes via the relay"
-                        if p["hops"] == 2 else "direct"),
+                        if p["hops"] == 2 else "the access point's MAC forwards between its stations"
+                        if p["mode"] == "ap" else "direct"),
             "binary": self._binary_or_none(),
             "macs": dict(zip(self.hosts, (self.ready_info or {}).get("macs", []))),
         })

@@ -26,9 +26,18 @@ LINKS_DIR = CONFIG / "links"
 
 TYPES = ["loopback", "ethernet", "ns3_wifi", "shaped"]
 
+_OFDM_MBPS = (6, 9, 12, 18, 24, 36, 48, 54)
 #: 802.11a OFDM data rates ns-3 knows (ConstantRateWifiManager DataMode).
-OFDM_RATES = ["OfdmRate6Mbps", "OfdmRate9Mbps", "OfdmRate12Mbps", "OfdmRate18Mbps",
-              "OfdmRate24Mbps", "OfdmRate36Mbps", "OfdmRate48Mbps", "OfdmRate54Mbps"]
+OFDM_RATES = [f"OfdmRate{r}Mbps" for r in _OFDM_MBPS]
+
+#: The fixed data rates of each Wi-Fi standard (ns-3 mode names): 802.11a OFDM at 5 GHz,
+#: 802.11g ERP-OFDM at 2.4 GHz, 802.11n HT MCS 0-7 (one spatial stream, 20 MHz, 800 ns
+#: guard interval: 6.5 to 65 Mbit/s) at 2.4 GHz.
+WIFI_RATES = {
+    "802.11a": OFDM_RATES,
+    "802.11g": [f"ErpOfdmRate{r}Mbps" for r in _OFDM_MBPS],
+    "802.11n": [f"HtMcs{k}" for k in range(8)],
+}
 
 _COMMON = {
     "type": Enum(TYPES, doc="link implementation", what="link type"),
@@ -59,7 +68,19 @@ SCHEMAS: dict[str, Map] = {
 
 def _wifi_check(cfg: dict, key: str) -> None:
     d, r = cfg["distance_m"], cfg["max_range_m"]
-    if cfg["hops"] == 2:
+    allowed = WIFI_RATES[cfg["standard"]]
+    if cfg["phy_rate"] not in allowed:
+        raise ConfigError("phy_rate", f"{cfg['phy_rate']!r} is not a rate of {cfg['standard']}; "
+                          f"allowed: {', '.join(allowed)}")
+    if cfg["mode"] == "ap":
+        if cfg["hops"] != 1:
+            raise ConfigError("mode", "ap puts robot and operator on one access point (one hop "
+                              "each way, two over the air); it takes hops: 1, not "
+                              f"{cfg['hops']} (the 2-hop chain is ad-hoc)")
+        if r and r <= d:
+            raise ConfigError("max_range_m", f"{r:g} m is not above distance_m={d:g}: the "
+                              "stations could not hear the access point (0 = unlimited)")
+    elif cfg["hops"] == 2:
         if not (d < r < 2 * d):
             raise ConfigError("max_range_m", f"{r:g} m does not make a 2-hop chain: with "
                               f"distance_m={d:g} it must be > {d:g} and < {2 * d:g} so that robot "
@@ -73,9 +94,24 @@ SCHEMAS["ns3_wifi"] = Map({
     **_COMMON,
     "hops": Int(default=1, ge=1, le=2,
                 doc="1: robot-operator; 2: robot-relay-operator chain, ends out of range"),
-    "phy_rate": Enum(OFDM_RATES, default="OfdmRate6Mbps", doc="fixed 802.11a data rate",
-                     what="OFDM rate"),
-    "distance_m": Num(default=10.0, gt=0, le=10000, doc="metres between neighbouring nodes"),
+    "standard": Enum(list(WIFI_RATES), default="802.11a",
+                     doc="802.11a (5 GHz OFDM), 802.11g (2.4 GHz ERP-OFDM), 802.11n (2.4 GHz HT, "
+                         "20 MHz, one stream)", what="Wi-Fi standard"),
+    "mode": Enum(["adhoc", "ap"], default="adhoc",
+                 doc="adhoc: robot and operator talk directly; ap: both are stations of an access "
+                     "point in the middle, which forwards every frame (it crosses the air twice)",
+                 what="Wi-Fi mode"),
+    "rate_manager": Enum(["constant", "ideal"], default="constant",
+                         doc="constant: every data frame at phy_rate; ideal: ns-3's IdealWifiManager "
+                             "picks the best rate for the signal-to-noise ratio",
+                         what="rate manager"),
+    "phy_rate": Enum(sorted(set().union(*WIFI_RATES.values())), default="OfdmRate6Mbps",
+                     doc="fixed data rate (rate_manager constant), one of the standard's: "
+                         + "; ".join(f"{k}: {v[0]} .. {v[-1]}" for k, v in WIFI_RATES.items()),
+                     what="Wi-Fi rate"),
+    "distance_m": Num(default=10.0, gt=0, le=10000,
+                      doc="metres between neighbouring nodes (ap mode: each station to the access "
+                          "point)"),
     "max_range_m": Num(default=0.0, ge=0, le=100000,
                        doc="radio range cut-off in metres (0 = unlimited)"),
     "tx_power_dbm": Num(default=16.0206, ge=-20, le=40, doc="transmit power, dBm"),
