@@ -13,7 +13,11 @@ from netloop.schema import ConfigError
 from netloop.testbed import Testbed, load_profile
 from netloop.testbed import bench, util
 from netloop.testbed.links import wifi_binary
-from test_testbed import _assert_gone, nothing_left_behind  # noqa: F401  (autouse fixture)
+import test_testbed
+from test_testbed import _assert_gone
+
+#: the testbed module's fixture (every testbed of a test torn down, nothing left in the kernel)
+nothing_left_behind = test_testbed.nothing_left_behind
 
 pytestmark = [
     pytest.mark.root,
@@ -75,7 +79,7 @@ def test_g_and_n_profiles_carry_traffic_at_their_rates(profile, goodput_range):
 
 
 @pytest.mark.timeout(30)
-def test_bad_wifi_parameters_refused_before_anything_starts(nothing_left_behind):  # noqa: F811
+def test_bad_wifi_parameters_refused_before_anything_starts(nothing_left_behind):
     before = set(util.netns_list())
     for overrides, key, words in [
         ({"hops": 2, "max_range_m": 30, "distance_m": 20}, "mode", ["hops: 1"]),
