@@ -3,12 +3,20 @@
 Imported as ``netloop.analysis``: in a checkout and its devel space through the import hook of
 ``src/netloop/__init__.py``, in an install space as installed by ``setup.py``.
 
-    records, loop_run, flow_run, teleop_run   reading and analysing one run directory
+    records                                   reading a run's event records
+    loop_run, flow_run, teleop_run            analysing one run directory: typed results (results)
+    loop_kinds                                per loop type (rlc, teleop, none): its analysis, summary, sections
     baseline, metrics                         the exact loop model, step and delay metrics
     prediction                                a run's response replayed from its measured delays
     degradation                               one point per run, grouped per condition
-    report, html, plots                       netloop report (report.html, report.md, CSV, figures)
-    compare                                   netloop compare A B
+    loop_sections, flow_sections              the report's sections (rendering.Section) from the results
+    tables, rendering, page_template, plots   one number formatter and CSV writer; Markdown and
+                                              HTML (Jinja2) from the sections; the figures
+    report, compare                           netloop report; netloop compare A B
     live, commands                            netloop plot [--live]; CLI registration
     synthetic                                 run directories with a known answer (tests)
+
+Direction of the imports (no cycle; test_static checks it): report and compare → loop_kinds,
+loop_sections, flow_sections → the analyses (loop_run, flow_run, teleop_run, prediction,
+degradation) → results, tables, metrics, records.
 """

@@ -11,12 +11,16 @@ compare.md, compare.csv and compare_figures/*.png.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
 from . import degradation, plots
-from .html import Doc
-from .report import _write_csv, analyse_run, find_run_dirs, slug
+from .loop_sections import slug
+from .rendering import Document, Section
+from .report import analyse_run, find_run_dirs
+from .results import ConditionGroup
+from .tables import write_csv
 
 DEGRADATION_KEYS = [("iae_dev_mVs", "IAE(y − baseline) [mV·s]"), ("delta_overshoot_pp", "Δovershoot [pp]"),
                     ("settling_s", "settling [s]"), ("pred_rms_mV", "prediction RMS [mV]")]
@@ -29,21 +33,21 @@ class Campaign:
         self.path = Path(path)
         self.label = label or self.path.resolve().name
         self.analyses = [analyse_run(d) for d in find_run_dirs(self.path)]
-        self.loop_runs = [a for a in self.analyses if a["has_loop"]]
-        self.points = [degradation.run_point(a, a.get("prediction")) for a in self.loop_runs]
-        self.good = {a["run_id"]: a for a in self.loop_runs if a["ok"] and a["status"] == "complete"}
+        self.loop_runs = [a for a in self.analyses if a.has_loop]
+        self.points = [degradation.run_point(a.loop, a.prediction) for a in self.loop_runs]
+        self.good = {a.run_id: a.loop for a in self.loop_runs if a.ok and a.status == "complete"}
 
     def settings(self) -> set[str]:
-        return {p["setting"] for p in self.points if p.get("ok")}
+        return {p.setting for p in self.points if p.ok}
 
 
-def _groups(c: Campaign, pooled: bool) -> dict[tuple[str, str], dict]:
-    pts = [dict(p, setting="all runs", settings={}) if pooled else p for p in c.points]
-    return {(g["setting"], g["transport"]): g for g in degradation.group(pts)}
+def _groups(c: Campaign, pooled: bool) -> dict[tuple[str, str], ConditionGroup]:
+    pts = [dataclasses.replace(p, setting="all runs", settings={}) if pooled else p for p in c.points]
+    return {(g.setting, g.transport): g for g in degradation.group(pts)}
 
 
-def _med(g: dict | None, key: str) -> float:
-    return g["stats"][key]["median"] if g and g["stats"][key]["n"] else math.nan
+def _med(g: ConditionGroup | None, key: str) -> float:
+    return g.stats[key]["median"] if g and g.stats[key]["n"] else math.nan
 
 
 def _diff(a: float, b: float) -> float:
@@ -64,13 +68,13 @@ def compare(a_dir: Path, b_dir: Path, out: Path = Path("."), labels: tuple[str, 
     keys = list(dict.fromkeys(list(ga) + list(gb)))
     both = [k for k in keys if k in ga and k in gb]
 
-    doc = Doc(f"netloop compare: {A.label} vs {B.label}", base=out)
-    doc.ul([f"**A** = `{A.label}` ({A.path}): {len(A.analyses)} runs, {len(A.good)} usable loop runs",
+    doc = Document(f"netloop compare: {A.label} vs {B.label}", base=out)
+    doc.add(Section().ul([f"**A** = `{A.label}` ({A.path}): {len(A.analyses)} runs, {len(A.good)} usable loop runs",
             f"**B** = `{B.label}` ({B.path}): {len(B.analyses)} runs, {len(B.good)} usable loop runs",
             "matched per " + ("transport, each campaign's runs pooled (the campaigns swept different settings: "
                               f"A {sorted(A.settings()) or '–'}, B {sorted(B.settings()) or '–'})" if pooled
                               else "setting and transport"),
-            "values are medians over the repetitions; Δ = B − A"])
+            "values are medians over the repetitions; Δ = B − A"]))
 
     summary = []
     for k in both:
@@ -87,14 +91,15 @@ def compare(a_dir: Path, b_dir: Path, out: Path = Path("."), labels: tuple[str, 
     if only:
         summary.append("Not in both campaigns: " + "; ".join(only) + ".")
     for c, name in ((A, "A"), (B, "B")):
-        bad = [p for p in c.points if p.get("ok") and p.get("status") == "complete" and p["verdict"] != "settled"]
+        bad = [p for p in c.points if p.ok and p.status == "complete" and p.verdict != "settled"]
         if bad:
             summary.append(f"In {name}, runs that did not settle or were unstable: "
-                           + ", ".join(f"`{p['run_id']}` ({p['verdict']})" for p in bad) + ".")
+                           + ", ".join(f"`{p.run_id}` ({p.verdict})" for p in bad) + ".")
     if summary:
-        doc.h(2, "Summary")
+        section = Section("Summary")
         for s in summary:
-            doc.p(s, "summary")
+            section.p(s, "summary")
+        doc.add(section)
 
     header = ["transport", "quantity", "A", "B", "Δ = B − A", "Δ [%]"]
     csv_rows = []
@@ -102,34 +107,35 @@ def compare(a_dir: Path, b_dir: Path, out: Path = Path("."), labels: tuple[str, 
         rows = []
         for k in (k for k in keys if k[0] == setting):
             x, y = ga.get(k), gb.get(k)
-            rows.append([k[1], "runs", x["n"] if x else 0, y["n"] if y else 0, None, None])
+            rows.append([k[1], "runs", x.n if x else 0, y.n if y else 0, None, None])
             for key, label in DEGRADATION_KEYS + NETWORK_KEYS:
                 va, vb = _med(x, key), _med(y, key)
                 d = _diff(va, vb)
                 rel = f"{100 * d / abs(va):+.1f}" if math.isfinite(d) and va else None
                 rows.append([k[1], label, va, vb, d, rel])
-        doc.h(2, "Per transport" + ("" if setting in (degradation.NO_SWEEP, "all runs") else f", {setting}"))
-        doc.table(header, rows, digits=3)
+        doc.add(Section("Per transport" + ("" if setting in (degradation.NO_SWEEP, "all runs") else f", {setting}"))
+                .table(header, rows, digits=3))
         csv_rows += [[setting] + r for r in rows]
-    _write_csv(out / "compare.csv", ["setting"] + header, csv_rows)
+    write_csv(out / "compare.csv", ["setting"] + header, csv_rows)
 
     if both:
-        doc.h(2, "Step responses, A (solid) vs B (dashed)")
+        overlays = Section("Step responses, A (solid) vs B (dashed)")
         by_setting: dict[str, list[tuple[str, str]]] = {}
         for k in both:
             by_setting.setdefault(k[0], []).append(k)
         for setting, ks in by_setting.items():
             pairs = [(f"{k[1]}" + ("" if setting in (degradation.NO_SWEEP, "all runs") else f", {setting}"),
-                      [A.good[r] for r in ga[k]["run_ids"]], [B.good[r] for r in gb[k]["run_ids"]]) for k in ks]
+                      [A.good[r] for r in ga[k].run_ids], [B.good[r] for r in gb[k].run_ids]) for k in ks]
             name = f"overlay__{slug(setting)}.png"
             plots.compare_overlay(pairs, (f"A {A.label}", f"B {B.label}"), fig_dir / name,
                                   title=f"Step response, A vs B{'' if setting in (degradation.NO_SWEEP, 'all runs') else ', ' + setting}")
-            doc.fig(fig_dir / name, f"One panel per transport: A `{A.label}` solid, B `{B.label}` dashed, "
+            overlays.fig(fig_dir / name, f"One panel per transport: A `{A.label}` solid, B `{B.label}` dashed, "
                                     "local baseline grey.")
 
-    problems = [f"{name} `{a['run_id']}` ({a['status']}): " + "; ".join(a["problems"])
-                for c, name in ((A, "A"), (B, "B")) for a in c.analyses if a["problems"]]
+        doc.add(overlays)
+
+    problems = [f"{name} `{a.run_id}` ({a.status}): " + "; ".join(a.problems)
+                for c, name in ((A, "A"), (B, "B")) for a in c.analyses if a.problems]
     if problems:
-        doc.h(2, "Problems")
-        doc.ul(problems, "problems")
+        doc.add(Section("Problems").ul(problems, "problems"))
     return doc.write(out / "compare.md", out / "compare.html")

@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 import re
 from statistics import median
-from typing import Any
 
 import numpy as np
+
+from .results import ConditionGroup, LoopRunResult, PredictionResult, RunPoint
 
 NO_SWEEP = "—"
 
@@ -82,13 +83,19 @@ def verdict(t, y, step: dict, reference: float) -> str:
     return "settled" if step.get("settled") else "did not settle"
 
 
-def cell_of(a: dict) -> tuple[str, str, dict]:
-    """(condition, setting, settings) of an analysed run (from its metadata's cell)."""
-    cell = a.get("cell") or {}
-    transport = a.get("transport", "?")
+def cell_of(a) -> tuple[str, str, dict]:
+    """(condition, setting, settings) of an analysed run (anything with ``cell`` and
+    ``transport``: a RunAnalysis, a LoopRunResult), from its metadata's cell."""
+    cell = a.cell or {}
+    transport = a.transport or "?"
     condition = str(cell.get("condition") or transport)
     setting = condition[len(transport):].strip() if condition.startswith(transport) else condition
     return condition, setting or NO_SWEEP, dict(cell.get("settings") or {})
+
+
+def setting_of(a) -> str:
+    """The sweep setting of an analysed run (:data:`NO_SWEEP` without a sweep)."""
+    return cell_of(a)[1]
 
 
 def repetition_of(run_id: str) -> int | None:
@@ -96,28 +103,26 @@ def repetition_of(run_id: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def run_point(a: dict, prediction: dict | None = None) -> dict[str, Any]:
-    """The point of one analysed loop run (:func:`loop_run.analyse_loop_run` output)."""
+def run_point(a: LoopRunResult, prediction: PredictionResult | None = None) -> RunPoint:
+    """The point of one analysed loop run."""
     condition, setting, settings = cell_of(a)
-    p: dict[str, Any] = {"run_id": a["run_id"], "transport": a["transport"], "condition": condition,
-                         "setting": setting, "settings": settings, "repetition": repetition_of(a["run_id"]),
-                         "status": a.get("status"), "ok": bool(a.get("ok"))}
-    if not a.get("ok"):
+    p = RunPoint(run_id=a.run_id, transport=a.transport, condition=condition, setting=setting, settings=settings,
+                 repetition=repetition_of(a.run_id), status=a.status, ok=bool(a.ok))
+    if not a.ok:
         return p
-    step, sensor, act, rtt = a["step"], a["sensor"], a["actuation"], a["rtt"]
-    p.update(
-        iae_dev_mVs=1e3 * a["deviation"]["IAE"], delta_IAE=a["delta_IAE"], overshoot=step["Overshoot"],
-        delta_overshoot_pp=a["delta_overshoot_pp"], settling_s=step["SettlingTime"],
-        verdict=verdict(a["t"], a["y"], step, a.get("reference", 1.0)),
-        rtt_mean_ms=rtt.get("mean_ms"), rtt_std_ms=rtt.get("std_ms"), rtt_p50_ms=rtt.get("p50_ms"),
-        rtt_p95_ms=rtt.get("p95_ms"), rtt_p99_ms=rtt.get("p99_ms"),
-        mdr_y=sensor["MDR"], mdr_u=act["MDR"], stale_u=a["stale_actuations"])
+    step, sensor, act, rtt = a.step, a.sensor, a.actuation, a.rtt
+    p.iae_dev_mVs, p.delta_IAE = 1e3 * a.deviation["IAE"], a.delta_IAE
+    p.overshoot, p.delta_overshoot_pp, p.settling_s = step["Overshoot"], a.delta_overshoot_pp, step["SettlingTime"]
+    p.verdict = verdict(a.t, a.y, step, a.reference if a.reference is not None else 1.0)
+    for stat in ("mean", "std", "p50", "p95", "p99"):
+        setattr(p, f"rtt_{stat}_ms", rtt.get(f"{stat}_ms"))
+    p.mdr_y, p.mdr_u, p.stale_u = sensor.MDR, act.MDR, a.stale_actuations
     for key, d in (("y", sensor), ("u", act)):
         for stat in ("mean", "std", "p95", "p99"):
-            p[f"{key}_{stat}_ms"] = d["delay"].get(f"{stat}_ms")
-    if prediction and prediction.get("ok"):
-        p.update(pred_rms_mV=prediction["rms_mV"], pred_max_mV=prediction["max_mV"],
-                 pred_dovershoot_pp=prediction["delta_overshoot_pp"], explained=prediction["explained"])
+            setattr(p, f"{key}_{stat}_ms", d.delay.get(f"{stat}_ms"))
+    if prediction is not None and prediction.ok:
+        p.pred_rms_mV, p.pred_max_mV = prediction.rms_mV, prediction.max_mV
+        p.pred_dovershoot_pp, p.explained = prediction.delta_overshoot_pp, prediction.explained
     return p
 
 
@@ -137,39 +142,34 @@ def setting_sort_key(settings: dict):
     return tuple(out)
 
 
-def group(points: list[dict], transport_order: list[str] | None = None) -> list[dict]:
+def group(points: list[RunPoint], transport_order: list[str] | None = None) -> list[ConditionGroup]:
     """One group per condition (setting x transport) over the usable points, in sweep order,
     then in ``transport_order`` (default: sorted by name)."""
-    groups: dict[tuple[str, str], dict] = {}
+    runs: dict[tuple[str, str], list[RunPoint]] = {}
     for p in points:
-        if not p.get("ok") or p.get("status") != "complete":
-            continue
-        g = groups.setdefault((p["setting"], p["transport"]), {
-            "setting": p["setting"], "transport": p["transport"], "condition": p["condition"],
-            "settings": p["settings"], "runs": []})
-        g["runs"].append(p)
+        if p.ok and p.status == "complete":
+            runs.setdefault((p.setting, p.transport), []).append(p)
     out = []
-    for g in groups.values():
-        g["n"] = len(g["runs"])
-        g["stats"] = {key: spread(r.get(key) for r in g["runs"]) for key, _ in POINT_FIELDS}
-        g["verdicts"] = {v: sum(r["verdict"] == v for r in g["runs"]) for v in ("settled", "did not settle",
-                                                                               "unstable")}
-        g["run_ids"] = [r["run_id"] for r in g["runs"]]
-        out.append(g)
+    for (setting, transport), rs in runs.items():
+        out.append(ConditionGroup(
+            setting=setting, transport=transport, condition=rs[0].condition, settings=rs[0].settings, runs=rs,
+            n=len(rs), stats={key: spread(getattr(r, key) for r in rs) for key, _ in POINT_FIELDS},
+            verdicts={v: sum(r.verdict == v for r in rs) for v in ("settled", "did not settle", "unstable")},
+            run_ids=[r.run_id for r in rs]))
     transports = [t for t in (transport_order or []) if isinstance(t, str)]
-    transports += sorted({p["transport"] for p in points} - set(transports))
-    out.sort(key=lambda g: (setting_sort_key(g["settings"]), g["setting"], transports.index(g["transport"])))
+    transports += sorted({p.transport for p in points} - set(transports))
+    out.sort(key=lambda g: (setting_sort_key(g.settings), g.setting, transports.index(g.transport)))
     return out
 
 
 def settings_in_order(groups: list[dict]) -> list[str]:
-    return list(dict.fromkeys(g["setting"] for g in groups))
+    return list(dict.fromkeys(g.setting for g in groups))
 
 
 def ranking(groups: list[dict], setting: str, key: str = "iae_dev_mVs") -> list[dict]:
     """The transports of one setting, best (lowest median of ``key``) first."""
-    gs = [g for g in groups if g["setting"] == setting and g["stats"][key]["n"]]
-    return sorted(gs, key=lambda g: g["stats"][key]["median"])
+    gs = [g for g in groups if g.setting == setting and g.stats[key]["n"]]
+    return sorted(gs, key=lambda g: g.stats[key]["median"])
 
 
 def summary_sentences(groups: list[dict], points: list[dict]) -> list[str]:
@@ -182,39 +182,39 @@ def summary_sentences(groups: list[dict], points: list[dict]) -> list[str]:
         if not ranked:
             continue
         best = ranked[0]
-        b = best["stats"]["iae_dev_mVs"]
-        rtt = best["stats"]["rtt_mean_ms"]
-        text = (f"{where}**{best['transport']}** kept the loop closest to local: median IAE(y − baseline) "
+        b = best.stats["iae_dev_mVs"]
+        rtt = best.stats["rtt_mean_ms"]
+        text = (f"{where}**{best.transport}** kept the loop closest to local: median IAE(y − baseline) "
                 f"{b['median']:.2f} mV·s over {b['n']} run{'s' if b['n'] != 1 else ''} "
                 f"(loop delay {rtt['median']:.2f} ms mean RTT)")
         if len(ranked) == 1:
             text += "; it is the only transport with usable runs here."
         else:
-            nxt = ranked[1]["stats"]["iae_dev_mVs"]
+            nxt = ranked[1].stats["iae_dev_mVs"]
             worst = ranked[-1]
             diff = nxt["median"] - b["median"]
             rel = 100 * diff / nxt["median"] if nxt["median"] else math.nan
-            text += (f", {diff:.2f} mV·s ({rel:.0f} %) less than the next, {ranked[1]['transport']} "
+            text += (f", {diff:.2f} mV·s ({rel:.0f} %) less than the next, {ranked[1].transport} "
                      f"({nxt['median']:.2f} mV·s)")
             if worst is not ranked[1]:
-                w = worst["stats"]["iae_dev_mVs"]
-                text += f"; worst {worst['transport']} ({w['median']:.2f} mV·s)"
+                w = worst.stats["iae_dev_mVs"]
+                text += f"; worst {worst.transport} ({w['median']:.2f} mV·s)"
             if b["max"] >= nxt["min"]:
                 text += (". The ranges over repetitions overlap (best up to "
                          f"{b['max']:.2f}, next from {nxt['min']:.2f} mV·s): not a clear difference.")
             else:
                 text += "."
-        runs = [r for g in ranked for r in g["runs"]]
-        unsettled = [r for r in runs if r["verdict"] != "settled"]
+        runs = [r for g in ranked for r in g.runs]
+        unsettled = [r for r in runs if r.verdict != "settled"]
         if unsettled and len(unsettled) == len(runs):
-            kinds = sorted({r["verdict"] for r in unsettled})
+            kinds = sorted({r.verdict for r in unsettled})
             text += (f" But no transport kept this loop in shape: all {len(runs)} runs "
                      f"{' or '.join('were unstable' if k == 'unstable' else 'did not settle' for k in kinds)}.")
         out.append(text)
-    bad = [p for p in points if p.get("ok") and p.get("status") == "complete" and p["verdict"] != "settled"]
+    bad = [p for p in points if p.ok and p.status == "complete" and p.verdict != "settled"]
     if bad:
         out.append("Runs that did not settle or were unstable: " + ", ".join(
-            f"`{p['run_id']}` ({p['verdict']}, RTT mean {_num(p.get('rtt_mean_ms')):.1f} ms)" for p in bad) + ".")
-    elif any(p.get("ok") for p in points):
+            f"`{p.run_id}` ({p.verdict}, RTT mean {_num(p.rtt_mean_ms):.1f} ms)" for p in bad) + ".")
+    elif any(p.ok for p in points):
         out.append("Every analysed run settled (2 % band) — none was unstable.")
     return out

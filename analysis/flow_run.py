@@ -1,35 +1,100 @@
 """Analysis of the perturbing flows of a run: the measurements of the Pound paper's tables.
 
-Per flow: the period at the destination (J_d: mean and std of the inter-arrival time), the
-one-way delay D (mean and std; exact, as the hosts share one clock), the message delivery
-ratio MDR (distinct messages received / sent) and the bandwidth used at the receiver BW
-(bytes received x 8 over the reception span, Mbit/s).
+Per flow and per subscriber: the period at the destination (J_d: mean and std of the
+inter-arrival time), the delay D (mean, std and percentiles; one-way, exact as the hosts
+share one clock; for an ``echo`` flow the round trip, sender's publish to the echo's
+arrival, on the sender's clock), the message delivery ratio MDR (distinct messages
+received / sent), the bandwidth used at the receiver BW (bytes received x 8 over the
+reception span, Mbit/s), and where the receiver's ``<record>.receive.json`` exists the
+messages its subscriber queue dropped and those lost before it (the publisher's queue on
+TCPROS).
 
 The sent side is the source's tx record (its publish time), or for a bag replay the tap on
 the sending host (rows of kind "tap", matched on header seq and stamp).
+
+The flows are the typed :class:`netloop.model.Flow` instances of the run's recorded
+experiment (:func:`recorded_flows`): replicas expanded, the cell's sweep values applied.
 """
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..experiment import RunSpec
+from ..flows import sink_names
+from ..model import Flow
+from ..rundir import RunDir
+from ..schema import ConfigError
 from . import metrics
 from .records import RecordError, read_events
+from .results import FlowResult
 
 
-def analyse_flow(run_dir: Path, flow: dict) -> dict[str, Any]:
-    name = flow["name"]
-    out: dict[str, Any] = {"flow": name, "kind": flow["kind"], "ok": False, "problems": []}
+#: the kinds whose message size is configured exactly (the others' is measured: mean_bytes)
+SIZED_KINDS = ("generic", "echo")
+
+
+@dataclass
+class RecordedFlow:
+    """One flow a run started: the typed flow, the experiment's entry it comes from and its
+    replica number (None for an entry without replicas)."""
+
+    flow: Flow
+    entry: str
+    replica: int | None = None
+
+
+def recorded_flows(meta: dict[str, Any]) -> tuple[list[RecordedFlow], list[str]]:
+    """The flows a run started (typed, replicas expanded) from its metadata, and the problems
+    of a recorded experiment that does not fit the model (then no flow)."""
+    doc = meta.get("experiment")
+    if not doc or not doc.get("flows"):
+        return [], []
     try:
-        tx = read_events(Path(run_dir) / "records" / f"flow_{name}_tx.csv")
-        rx = read_events(Path(run_dir) / "records" / f"flow_{name}_rx.csv")
+        spec = RunSpec.from_metadata(doc)
+    except ConfigError as err:
+        return [], [f"the recorded experiment does not fit the model: {err}"]
+    return [RecordedFlow(one, entry.name, k if entry.replicas > 1 else None)
+            for entry in spec.experiment.flows for k, one in enumerate(entry.instances(), 1)], []
+
+
+def analyse_flow(run_dir: Path, flow: Flow | RecordedFlow) -> FlowResult:
+    """The measurements of a flow with one subscriber (see :func:`analyse_flow_receivers`
+    for a flow with several); ValueError for a flow with several."""
+    results = analyse_flow_receivers(run_dir, flow)
+    if len(results) != 1:
+        raise ValueError(f"flow {results[0].flow} has {len(results)} subscribers: use analyse_flow_receivers")
+    return results[0]
+
+
+def analyse_flow_receivers(run_dir: Path, flow: Flow | RecordedFlow) -> list[FlowResult]:
+    """The measurements of one flow, one result per subscriber (in ``flows.sink_names`` order)."""
+    recorded = flow if isinstance(flow, RecordedFlow) else RecordedFlow(flow, flow.name)
+    receivers = sink_names(recorded.flow)
+    several = len(receivers) > 1
+    return [analyse_receiver(run_dir, recorded, record, f"#{k} on {host}" if several else None)
+            for k, (_node, host, record) in enumerate(receivers, 1)]
+
+
+def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscriber: str | None = None) -> FlowResult:
+    """The measurements of one receiver of a flow (its record ``records/<record>``)."""
+    flow = recorded.flow
+    out = FlowResult(flow=flow.name, kind=flow.kind, entry=recorded.entry, replica=recorded.replica,
+                     size_bytes=flow.size_bytes if flow.kind in SIZED_KINDS else None, period_s=flow.period, subscriber=subscriber,
+                     measures="round trip" if flow.kind == "echo" else "one-way")
+    run = RunDir(run_dir)
+    try:
+        tx = read_events(run.record(f"flow_{flow.name}_tx"))
+        rx = read_events(run.records / record)
     except RecordError as err:
-        out["problems"].append(str(err))
+        out.problems.append(str(err))
         return out
-    tap = flow["kind"] in ("lidar_bag", "topic")
+    tap = flow.kind in ("lidar_bag", "topic")
     # send time of each message, keyed as the receiver sees it
     if tap:
         sent = {(s, st): r for s, st, r in zip(tx.seq.tolist(), tx.stamp_ns.tolist(), tx.recv_ns.tolist())}
@@ -41,12 +106,24 @@ def analyse_flow(run_dir: Path, flow: dict) -> dict[str, Any]:
     received = len(set(keys) & set(sent))
     arrivals = np.sort(rx.recv_ns / 1e9)
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else math.nan
-    bw = (rx.bytes.sum() * 8 / 1e6) / (span + flow["period"]) if len(arrivals) > 1 else math.nan
-    out.update(ok=True, sent=len(sent), received=received,
-               MDR=received / len(sent) if sent else math.nan,
-               period=metrics.period_stats(arrivals), delay=metrics.delay_stats(delays),
-               bandwidth_mbit=float(bw), mean_bytes=float(rx.bytes.mean()) if len(rx) else math.nan,
-               delays_ms=(delays * 1e3).tolist(), periods_ms=(np.diff(arrivals) * 1e3).tolist())
+    bw = (rx.bytes.sum() * 8 / 1e6) / (span + flow.period) if len(arrivals) > 1 and flow.period else math.nan
+    out.ok, out.sent, out.received = True, len(sent), received
+    out.MDR = received / len(sent) if sent else math.nan
+    out.period, out.delay = metrics.period_stats(arrivals), metrics.delay_stats(delays)
+    out.bandwidth_mbit = float(bw)
+    out.mean_bytes = float(rx.bytes.mean()) if len(rx) else math.nan
+    out.delays_ms, out.periods_ms = (delays * 1e3).tolist(), (np.diff(arrivals) * 1e3).tolist()
+    out.subscriber_queue_drops, out.lost_before_subscriber = _receive_losses(run.records / record)
     if tx.truncated_rows or rx.truncated_rows:
-        out["problems"].append("a record ends in a cut-off row (skipped)")
+        out.problems.append("a record ends in a cut-off row (skipped)")
     return out
+
+
+def _receive_losses(record: Path) -> tuple[int | None, int | None]:
+    """(subscriber-queue drops, losses before the subscriber) from the receiver's
+    ``<record>.receive.json`` (None, None where the node wrote none)."""
+    try:
+        summary = json.loads(record.with_suffix(".receive.json").read_text(encoding="utf-8"))
+        return int(summary["subscriber_queue_drops"]), int(summary["lost_before_subscriber"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None

@@ -7,7 +7,6 @@ its problems listed, so reports show it instead of dropping it.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ..rundir import MetadataError, RunDir, status_problem
 from . import baseline, metrics
 from .records import Events, RecordError, read_events
+from .results import DirectionStats, LoopRunResult
 
 
 @dataclass
@@ -33,29 +34,45 @@ class LoopRun:
 
     @property
     def transport(self) -> str:
-        exp = self.meta.get("experiment") or {}
-        return str(exp.get("transport") or (self.meta.get("transport") or {}).get("name") or "?")
+        return transport_of(self.meta)
 
     @property
     def status(self) -> str:
         return str(self.meta.get("status", "unknown"))
 
+    @property
+    def experiment(self) -> dict[str, Any]:
+        return self.meta.get("experiment") or {}
 
-def load_loop_run(run_dir: str | Path) -> LoopRun:
-    run = LoopRun(Path(run_dir))
+
+def transport_of(meta: dict[str, Any]) -> str:
+    """The transport a run's metadata names ("?" when it names none)."""
+    exp = meta.get("experiment") or {}
+    return str(exp.get("transport") or (meta.get("transport") or {}).get("name") or "?")
+
+
+def read_run_metadata(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """A run's metadata ({} when it cannot be used) and its problems: the file's (missing,
+    unreadable, another format) or its status's (killed, failed)."""
     try:
-        run.meta = json.loads((run.run_dir / "metadata.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        run.problems.append("metadata.json missing")
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        run.problems.append(f"metadata.json unreadable: {err}")
-    if run.meta.get("status") == "running":
-        run.problems.append("run incomplete: it never finished (killed or crashed); data up to the stop is used")
-    elif run.meta.get("status") not in (None, "complete"):
-        run.problems.append(f"run {run.meta.get('status')}: {run.meta.get('error')}")
+        meta = RunDir(run_dir).read_metadata()
+    except MetadataError as err:
+        return {}, [err.problem]
+    problem = status_problem(meta)
+    return meta, [problem] if problem else []
+
+
+def load_loop_run(run_dir: str | Path, meta: dict[str, Any] | None = None) -> LoopRun:
+    """The run's metadata and the loop's records. ``meta`` given: the caller read (and
+    checked) the metadata; else it is read here and its problems are the run's."""
+    run = LoopRun(Path(run_dir))
+    if meta is None:
+        run.meta, run.problems = read_run_metadata(run.run_dir)
+    else:
+        run.meta = meta
     for name in ("plant", "controller"):
         try:
-            events = read_events(run.run_dir / "records" / f"{name}.csv")
+            events = read_events(RunDir(run.run_dir).record(name))
             if events.truncated_rows:
                 run.problems.append(f"records/{name}.csv: last row cut off (skipped)")
             setattr(run, name, events)
@@ -71,25 +88,24 @@ def _one_way(tx: Events, rx: Events) -> tuple[np.ndarray, np.ndarray]:
     return np.array(delays), rx.recv_ns / 1e9
 
 
-def direction_stats(tx: Events, rx: Events) -> dict[str, Any]:
+def direction_stats(tx: Events, rx: Events) -> DirectionStats:
     delays, arrivals = _one_way(tx, rx)
-    return {"sent": len(tx), "received": len(rx), "MDR": metrics.delivery_ratio(tx.seq, rx.seq),
-            "delay": metrics.delay_stats(delays), "period": metrics.period_stats(arrivals),
-            "delays_ms": (delays * 1e3).tolist()}
+    return DirectionStats(sent=len(tx), received=len(rx), MDR=metrics.delivery_ratio(tx.seq, rx.seq),
+                          delay=metrics.delay_stats(delays), period=metrics.period_stats(arrivals),
+                          delays_ms=(delays * 1e3).tolist())
 
 
-def analyse_loop_run(run: LoopRun) -> dict[str, Any]:
+def analyse_loop_run(run: LoopRun) -> LoopRunResult:
     """Every number the report shows for one run (``ok`` false when it could not be analysed)."""
-    exp = run.meta.get("experiment") or {}
-    out: dict[str, Any] = {"run_id": run.run_id, "transport": run.transport, "status": run.status,
-                           "problems": list(run.problems), "ok": False, "cell": exp.get("cell")}
-    loop = exp.get("loop")
+    out = LoopRunResult(run_id=run.run_id, transport=run.transport, status=run.status, problems=list(run.problems),
+                        cell=run.experiment.get("cell"))
+    loop = run.experiment.get("loop")
     if loop is None or run.plant is None or run.controller is None:
-        out["problems"].append("not analysable: metadata or records missing")
+        out.problems.append("not analysable: metadata or records missing")
         return out
     y_tx = run.plant.select("tx", "y")
     if len(y_tx) < 3:
-        out["problems"].append(f"not analysable: only {len(y_tx)} samples recorded")
+        out.problems.append(f"not analysable: only {len(y_tx)} samples recorded")
         return out
     u_rx = run.plant.select("rx", "u")
     u_stale = run.plant.select("stale", "u")
@@ -104,21 +120,21 @@ def analyse_loop_run(run: LoopRun) -> dict[str, Any]:
     base = baseline.local_baseline(loop, samples=len(y))
     r = loop["controller"]["reference"]
     rtt = (u_arrived.recv_ns - u_arrived.answer_stamp_ns) / 1e9
-    out.update(
-        ok=True, samples=len(y), period_s=T, reference=r, t=t.tolist(), y=y.tolist(), baseline_y=base.y.tolist(),
-        step=metrics.step_metrics(t, y), baseline_step=metrics.step_metrics(base.t, base.y),
-        tracking=metrics.integral_errors(r - y, T), baseline_tracking=metrics.integral_errors(r - base.y, T),
-        deviation=metrics.integral_errors(y - base.y, T),
-        sensor=direction_stats(y_tx, y_rx),          # plant -> controller (y)
-        actuation=direction_stats(u_tx, u_arrived),  # controller -> plant (u)
-        rtt=metrics.delay_stats(rtt[rtt >= 0]),
-        stale_actuations=len(u_stale),
-        sampling=metrics.period_stats(y_tx.stamp_ns / 1e9),
-        negotiated_transport=run.meta.get("negotiated_transport", {}),
-    )
-    out["delta_IAE"] = out["tracking"]["IAE"] - out["baseline_tracking"]["IAE"]
-    bs, ns = out["baseline_step"], out["step"]
-    out["delta_overshoot_pp"] = ns["Overshoot"] - bs["Overshoot"]
-    out["delta_settling_s"] = ns["SettlingTime"] - bs["SettlingTime"]
-    out["unstable"] = bool(not ns["settled"] or not math.isfinite(ns["Overshoot"]) or np.max(np.abs(y)) > 10 * abs(r))
+    step, base_step = metrics.step_metrics(t, y), metrics.step_metrics(base.t, base.y)
+    tracking, base_tracking = metrics.integral_errors(r - y, T), metrics.integral_errors(r - base.y, T)
+    out.ok, out.samples, out.period_s, out.reference = True, len(y), T, r
+    out.t, out.y, out.baseline_y = t.tolist(), y.tolist(), base.y.tolist()
+    out.step, out.baseline_step = step, base_step
+    out.tracking, out.baseline_tracking = tracking, base_tracking
+    out.deviation = metrics.integral_errors(y - base.y, T)
+    out.sensor = direction_stats(y_tx, y_rx)            # plant -> controller (y)
+    out.actuation = direction_stats(u_tx, u_arrived)    # controller -> plant (u)
+    out.rtt = metrics.delay_stats(rtt[rtt >= 0])
+    out.stale_actuations = len(u_stale)
+    out.sampling = metrics.period_stats(y_tx.stamp_ns / 1e9)
+    out.negotiated_transport = run.meta.get("negotiated_transport", {})
+    out.delta_IAE = tracking["IAE"] - base_tracking["IAE"]
+    out.delta_overshoot_pp = step["Overshoot"] - base_step["Overshoot"]
+    out.delta_settling_s = step["SettlingTime"] - base_step["SettlingTime"]
+    out.unstable = bool(not step["settled"] or not math.isfinite(step["Overshoot"]) or np.max(np.abs(y)) > 10 * abs(r))
     return out

@@ -244,3 +244,43 @@ def compare_overlay(pairs: list[tuple[str, list[dict], list[dict]]], labels: tup
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def scaling_curves(curves: dict[str, list[tuple[float, float, float, float]]], path: Path, xlabel: str,
+                   ylabel: str, title: str, theory=None, knees: dict[str, float | None] | None = None) -> Path:
+    """A delay against a swept value, per transport: ``curves`` is {transport: [(x, median,
+    p5, p95), ...]} drawn as the median line over its 5–95 % band, on log axes. ``theory``:
+    (label, f) draws f(x) dotted, or (label, x) a dotted vertical line at x; ``knees``:
+    {transport: x} marks where that transport's delay explodes."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.4), dpi=110)
+    xs_all = [x for pts in curves.values() for x, *_ in pts]
+    for transport, pts in curves.items():
+        x, med, lo, hi = (np.asarray(v, float) for v in zip(*pts))
+        color = transport_color(transport)
+        ax.fill_between(x, np.maximum(lo, 1e-3), np.maximum(hi, 1e-3), color=color, alpha=0.15, lw=0)
+        ax.plot(x, np.maximum(med, 1e-3), marker="o", ms=4, color=color, lw=1.5, label=transport)
+        knee = (knees or {}).get(transport)
+        if knee is not None:
+            y = med[list(x).index(knee)]
+            ax.plot([knee], [y], marker="X", ms=11, color=color, mec="black", zorder=5)
+    if theory is not None and xs_all:
+        label, what = theory
+        if callable(what):
+            grid = np.geomspace(min(xs_all), max(xs_all), 50)
+            ax.plot(grid, [what(g) for g in grid], color="0.3", ls=":", lw=1.2, label=label)
+        else:
+            ax.axvline(float(what), color="0.3", ls=":", lw=1.2, label=label)
+    if knees and any(v is not None for v in knees.values()):
+        ax.plot([], [], marker="X", ms=9, color="white", mec="black", ls="", label="delay explodes (> 10 × lightest)")
+    if xs_all and max(xs_all) / max(min(xs_all), 1e-12) >= 10:
+        ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel + " (median, 5–95 % band)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

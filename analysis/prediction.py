@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
 from . import baseline, metrics
 from .loop_run import LoopRun
 from .records import Events
+from .results import PredictionResult, ReplayError
 
 #: RMS prediction error [mV] above which a run is "not explained by delay and loss".
 RMS_THRESHOLD_MV = 5.0
@@ -110,57 +109,54 @@ def replay(loop: dict, trace: ActuationTrace, mode: str = "measured") -> np.ndar
     return baseline.simulate_loop(loop, delays, lost=lost, sample_times=times, seqs=trace.seqs).y
 
 
-def prediction_error(t, y, y_hat) -> dict[str, float]:
+def prediction_error(t, y, y_hat) -> ReplayError:
     e = (np.asarray(y_hat, float) - np.asarray(y, float)) * 1e3
     measured, predicted = metrics.step_metrics(t, y), metrics.step_metrics(t, y_hat)
-    return {"rms_mV": float(np.sqrt(np.mean(e * e))), "max_mV": float(np.max(np.abs(e))),
-            "overshoot": predicted["Overshoot"],
-            "delta_overshoot_pp": predicted["Overshoot"] - measured["Overshoot"]}
+    return ReplayError(rms_mV=float(np.sqrt(np.mean(e * e))), max_mV=float(np.max(np.abs(e))),
+                       overshoot=predicted["Overshoot"],
+                       delta_overshoot_pp=predicted["Overshoot"] - measured["Overshoot"],
+                       y_hat=np.asarray(y_hat, float).tolist())
 
 
-def analyse_prediction(run: LoopRun, threshold_mv: float = RMS_THRESHOLD_MV) -> dict[str, Any]:
+def analyse_prediction(run: LoopRun, threshold_mv: float = RMS_THRESHOLD_MV) -> PredictionResult:
     """The prediction of one loop run and its error (``ok`` false, with a reason, when the
     run cannot be replayed). Never raises for a broken run."""
-    out: dict[str, Any] = {"run_id": run.run_id, "transport": run.transport, "ok": False, "problems": [],
-                           "threshold_mV": threshold_mv}
-    loop = (run.meta.get("experiment") or {}).get("loop")
+    out = PredictionResult(run_id=run.run_id, transport=run.transport, threshold_mV=threshold_mv)
+    loop = run.experiment.get("loop")
     if not loop or loop.get("type", "rlc") != "rlc":
-        out["problems"].append("no prediction: not an RLC loop run (or metadata missing)")
+        out.problems.append("no prediction: not an RLC loop run (or metadata missing)")
         return out
     if run.plant is None:
-        out["problems"].append("no prediction: records/plant.csv unreadable or missing")
+        out.problems.append("no prediction: records/plant.csv unreadable or missing")
         return out
     try:
         trace = actuation_trace(run.plant)
     except ValueError as err:
-        out["problems"].append(f"no prediction: {err}")
+        out.problems.append(f"no prediction: {err}")
         return out
     if len(trace.times) < 3:
-        out["problems"].append(f"no prediction: only {len(trace.times)} samples")
+        out.problems.append(f"no prediction: only {len(trace.times)} samples")
         return out
     try:
-        modes = {}
-        for mode in MODES:
-            y_hat = replay(loop, trace, mode)
-            modes[mode] = prediction_error(trace.times, trace.y, y_hat) | {"y_hat": y_hat.tolist()}
+        modes = {mode: prediction_error(trace.times, trace.y, replay(loop, trace, mode)) for mode in MODES}
     except Exception as err:  # a malformed configuration in the metadata, say
-        out["problems"].append(f"no prediction: replay failed ({type(err).__name__}: {err})")
+        out.problems.append(f"no prediction: replay failed ({type(err).__name__}: {err})")
         return out
     main = modes["measured"]
-    out.update(ok=True, samples=len(trace.times), t=trace.times.tolist(), y=trace.y.tolist(),
-               lost=int(trace.lost.sum()), stale=int(trace.stale.sum()), unmatched=trace.unmatched,
-               loop_delay_median_ms=float(np.median(trace.delays[~trace.lost]) * 1e3) if (~trace.lost).any()
-               else math.nan,
-               rms_mV=main["rms_mV"], max_mV=main["max_mV"], delta_overshoot_pp=main["delta_overshoot_pp"],
-               explained=bool(main["rms_mV"] <= threshold_mv), modes=modes)
+    out.ok, out.samples, out.t, out.y = True, len(trace.times), trace.times.tolist(), trace.y.tolist()
+    out.lost, out.stale, out.unmatched = int(trace.lost.sum()), int(trace.stale.sum()), trace.unmatched
+    out.loop_delay_median_ms = (float(np.median(trace.delays[~trace.lost]) * 1e3) if (~trace.lost).any()
+                                else math.nan)
+    out.rms_mV, out.max_mV, out.delta_overshoot_pp = main.rms_mV, main.max_mV, main.delta_overshoot_pp
+    out.explained, out.modes = bool(main.rms_mV <= threshold_mv), modes
     return out
 
 
-def finding(p: dict) -> str | None:
+def finding(p: PredictionResult) -> str | None:
     """The sentence the report writes for a run the prediction does not explain."""
-    if not p.get("ok") or p["explained"]:
+    if not p.ok or p.explained:
         return None
-    return (f"`{p['run_id']}`: replaying its measured delays misses the measured response by "
-            f"{p['rms_mV']:.1f} mV RMS (max {p['max_mV']:.1f} mV, overshoot {p['delta_overshoot_pp']:+.2f} pp), "
-            f"above the {p['threshold_mV']:g} mV threshold: something other than delay and loss shaped this run "
+    return (f"`{p.run_id}`: replaying its measured delays misses the measured response by "
+            f"{p.rms_mV:.1f} mV RMS (max {p.max_mV:.1f} mV, overshoot {p.delta_overshoot_pp:+.2f} pp), "
+            f"above the {p.threshold_mV:g} mV threshold: something other than delay and loss shaped this run "
             f"(clock or scheduling effects in the nodes, or a controller that saw other samples than the plant sent).")

@@ -9,18 +9,21 @@ cmd_speed`` / ``tx cmd_turn``, answering the odometry used) and the reference ch
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..rundir import RunDir
 from . import metrics, plots
+from .loop_run import read_run_metadata, transport_of
 from .records import RecordError, read_events
+from .rendering import Section
+from .results import StepResponse, TeleopRunResult
 
 
-def _step(ev, ref_topic: str, topic: str, t_end_ns: int | None) -> dict[str, Any] | None:
+def _step(ev, ref_topic: str, topic: str, t_end_ns: int | None) -> StepResponse | None:
     """The response to the second reference of ``ref_topic`` (the step), normalised to it."""
     refs = ev.select("ref", ref_topic)
     if len(refs) < 2:
@@ -37,48 +40,45 @@ def _step(ev, ref_topic: str, topic: str, t_end_ns: int | None) -> dict[str, Any
     if len(t) < 5 or size == 0:
         return None
     y = (values[mask] - start) / size          # 0 -> 1 for a perfect step
-    return {"t": t.tolist(), "y": y.tolist(), "step": float(size),
-            "metrics": metrics.step_metrics(t, y, yfinal=1.0)}
+    return StepResponse(t=t.tolist(), y=y.tolist(), step=float(size), metrics=metrics.step_metrics(t, y, yfinal=1.0))
 
 
-def analyse_teleop_run(run_dir: Path) -> dict[str, Any]:
+def analyse_teleop_run(run_dir: Path, meta: dict[str, Any] | None = None) -> TeleopRunResult:
+    """The trial's steps and delays of one teleop run. ``meta`` given: the caller read (and
+    checked) the metadata; else it is read here and its problems are the run's."""
     run_dir = Path(run_dir)
-    out: dict[str, Any] = {"run_dir": str(run_dir), "ok": False, "problems": []}
+    problems: list[str] = []
+    if meta is None:
+        meta, problems = read_run_metadata(run_dir)
+    placement = ((meta.get("experiment") or {}).get("loop") or {}).get("placement") or {}
+    out = TeleopRunResult(run_dir=str(run_dir), run_id=meta.get("run_id", run_dir.name),
+                          status=meta.get("status", "unknown"), transport=transport_of(meta),
+                          local=placement.get("trial") == placement.get("car"), problems=problems)
     try:
-        meta = json.loads((run_dir / "metadata.json").read_text())
-    except (OSError, ValueError) as err:
-        out["problems"].append(f"metadata.json unreadable: {err}")
-        meta = {}
-    exp = meta.get("experiment") or {}
-    placement = (exp.get("loop") or {}).get("placement") or {}
-    out.update(run_id=meta.get("run_id", run_dir.name), status=meta.get("status", "unknown"),
-               transport=exp.get("transport", "?"),
-               local=placement.get("trial") == placement.get("car"))
-    try:
-        ev = read_events(run_dir / "records" / "trial.csv")
+        ev = read_events(RunDir(run_dir).record("trial"))
     except RecordError as err:
-        out["problems"].append(str(err))
+        out.problems.append(str(err))
         return out
     heading_refs = ev.select("ref", "ref_heading")
     t_heading = int(heading_refs.stamp_ns[1]) if len(heading_refs) > 1 else None
-    out["speed"] = _step(ev, "ref_speed", "speed", t_heading)
-    out["heading"] = _step(ev, "ref_heading", "heading", None)
+    out.speed = _step(ev, "ref_speed", "speed", t_heading)
+    out.heading = _step(ev, "ref_heading", "heading", None)
     odom = ev.select("rx", "speed")
     cmds = ev.select("tx", "cmd_speed")
     age = (cmds.stamp_ns - cmds.answer_stamp_ns)[cmds.answer_seq >= 0] / 1e9
-    out["odom_delay"] = metrics.delay_stats((odom.recv_ns - odom.stamp_ns) / 1e9)
-    out["odom_period"] = metrics.period_stats(odom.recv_ns / 1e9)
-    out["command_age"] = metrics.delay_stats(age)
-    out["ok"] = out["speed"] is not None and out["heading"] is not None
-    if not out["ok"]:
-        out["problems"].append("trial record has no complete speed and heading step")
+    out.odom_delay = metrics.delay_stats((odom.recv_ns - odom.stamp_ns) / 1e9)
+    out.odom_period = metrics.period_stats(odom.recv_ns / 1e9)
+    out.command_age = metrics.delay_stats(age)
+    out.ok = out.speed is not None and out.heading is not None
+    if not out.ok:
+        out.problems.append("trial record has no complete speed and heading step")
     return out
 
 
-def _deviation(a: dict, b: dict) -> float:
+def _deviation(a: StepResponse, b: StepResponse) -> float:
     """IAE between two normalised step responses on a's time grid (b interpolated), in s."""
-    t, y = np.asarray(a["t"]), np.asarray(a["y"])
-    yb = np.interp(t, b["t"], b["y"])
+    t, y = np.asarray(a.t), np.asarray(a.y)
+    yb = np.interp(t, b.t, b.y)
     return float(np.sum(np.abs(y - yb)[1:] * np.diff(t)))
 
 
@@ -104,55 +104,47 @@ def _plot_steps(series: list[tuple[str, list, list]], path: Path, title: str) ->
     plt.close(fig)
 
 
-def teleop_section(run_dirs: list[Path], fig_dir: Path) -> list[str]:
-    """Markdown lines for the teleop part of a report (empty when there are no teleop runs)."""
-    runs = []
-    for d in run_dirs:
-        try:
-            exp = json.loads((Path(d) / "metadata.json").read_text()).get("experiment") or {}
-        except (OSError, ValueError):
-            continue
-        if (exp.get("loop") or {}).get("type") == "teleop":
-            runs.append(analyse_teleop_run(d))
+TELEOP_COLUMNS = ["run", "where", "speed rise [s]", "speed overshoot [%]", "speed settling [s]",
+                  "heading rise [s]", "heading overshoot [%]", "heading settling [s]", "IAE vs local (speed) [s]",
+                  "IAE vs local (heading) [s]", "odom delay mean [ms]", "odom delay p99 [ms]",
+                  "command age mean [ms]"]
+
+
+def _not_shown(runs: list[TeleopRunResult]) -> str:
+    return "; ".join(f"`{r.run_id}` ({r.status}: {'; '.join(r.problems) or 'not complete'})" for r in runs)
+
+
+def teleop_section(runs: list[TeleopRunResult], fig_dir: Path) -> Section | None:
+    """The teleop part of a report (None when there are no teleop runs): one figure per step,
+    the table of every complete run against the local baseline, the runs not shown."""
     if not runs:
-        return []
-    good = [r for r in runs if r["ok"] and r["status"] == "complete"]
-    local = [r for r in good if r["local"]]
-    md = ["## Teleoperation trial: steps against the local baseline", ""]
+        return None
+    section = Section("Teleoperation trial: steps against the local baseline")
+    good = [r for r in runs if r.ok and r.status == "complete"]
     if not good:
-        return md + ["No complete teleop run to show: " + "; ".join(
-            f"`{r['run_id']}` ({r['status']}: {'; '.join(r['problems']) or 'not complete'})" for r in runs), ""]
-    for key, unit, label in (("speed", "m/s", "speed"), ("heading", "rad", "heading")):
-        series = []
-        for r in good:
-            name = "baseline" if r["local"] else r["transport"]
-            series.append((name, r[key]["t"], r[key]["y"]))
-        fig = f"teleop_{key}.png"
-        _plot_steps(series, fig_dir / fig, f"Teleop trial: {label} step of {good[0][key]['step']:.3g} {unit}"
-                    if good else label)
-        md += [f"![{key} step](figures/{fig})", ""]
-    header = ["run", "where", "speed rise [s]", "speed overshoot [%]", "speed settling [s]",
-              "heading rise [s]", "heading overshoot [%]", "heading settling [s]", "IAE vs local (speed) [s]",
-              "IAE vs local (heading) [s]", "odom delay mean [ms]", "odom delay p99 [ms]", "command age mean [ms]"]
+        return section.p("No complete teleop run to show: " + _not_shown(runs))
+    local = next((r for r in good if r.local), None)
+    for key, unit in (("speed", "m/s"), ("heading", "rad")):
+        series = [("baseline" if r.local else r.transport, getattr(r, key).t, getattr(r, key).y) for r in good]
+        fig = fig_dir / f"teleop_{key}.png"
+        _plot_steps(series, fig, f"Teleop trial: {key} step of {getattr(good[0], key).step:.3g} {unit}")
+        section.fig(fig, f"{key} step")
     rows = []
     for r in good:
-        base = local[0] if local else None
-        sm, hm = r["speed"]["metrics"], r["heading"]["metrics"]
-        rows.append([r["run_id"], "trial on the car (local)" if r["local"] else f"over {r['transport']}",
+        against_local = local is not None and not r.local
+        sm, hm = r.speed.metrics, r.heading.metrics
+        rows.append([r.run_id, "trial on the car (local)" if r.local else f"over {r.transport}",
                      sm["RiseTime"], sm["Overshoot"], sm["SettlingTime"], hm["RiseTime"], hm["Overshoot"],
                      hm["SettlingTime"],
-                     _deviation(r["speed"], base["speed"]) if base and not r["local"] else math.nan,
-                     _deviation(r["heading"], base["heading"]) if base and not r["local"] else math.nan,
-                     r["odom_delay"]["mean_ms"], r["odom_delay"]["p99_ms"], r["command_age"]["mean_ms"]])
-    from .report import _md_table  # noqa: PLC0415 - shared table formatting
-    md += [_md_table(header, rows), "",
-           "Steps are normalised (0 → 1) and timed from the reference change; the response is the "
-           "odometry as the trial received it. The local baseline is the same trial run on the car's "
-           "host; IAE vs local integrates |y − y_local| over the step. Command age = the command's "
-           "publish time minus the stamp of the odometry it was computed from.", ""]
+                     _deviation(r.speed, local.speed) if against_local else math.nan,
+                     _deviation(r.heading, local.heading) if against_local else math.nan,
+                     r.odom_delay["mean_ms"], r.odom_delay["p99_ms"], r.command_age["mean_ms"]])
+    section.table(TELEOP_COLUMNS, rows)
+    section.p("Steps are normalised (0 → 1) and timed from the reference change; the response is the "
+              "odometry as the trial received it. The local baseline is the same trial run on the car's "
+              "host; IAE vs local integrates |y − y_local| over the step. Command age = the command's "
+              "publish time minus the stamp of the odometry it was computed from.")
     bad = [r for r in runs if r not in good]
     if bad:
-        md += ["Teleop runs not in the table: " + "; ".join(f"`{r['run_id']}` ({r['status']}: "
-                                                           f"{'; '.join(r['problems']) or 'not complete'})"
-                                                           for r in bad), ""]
-    return md
+        section.p("Teleop runs not in the table: " + _not_shown(bad))
+    return section

@@ -4,8 +4,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from netloop.analysis import flow_run
 from netloop.experiment import validate_experiment
-from netloop.model import Experiment
+from netloop.model import Experiment, Flow
 from netloop.rundir import read_metadata
 from netloop.runner import campaign_dir_for, run_experiment
 
@@ -25,9 +26,12 @@ def campaign_runs(tmp_path: Path, doc: dict, name: str) -> dict[str, Path]:
     return {d.name: d for d in sorted((out / "runs").iterdir())}
 
 
-def recorded_flows(run_dir: Path) -> list[dict]:
-    """The run's flows as its metadata.json records them (every key, sweep values applied)."""
-    return read_metadata(run_dir)["experiment"]["flows"]
+def recorded_flows(run_dir: Path) -> list[Flow]:
+    """The flows a run started, typed, as its metadata.json records them (sweep values
+    applied, replicas expanded)."""
+    flows, problems = flow_run.recorded_flows(read_metadata(run_dir))
+    assert not problems, problems
+    return [recorded.flow for recorded in flows]
 
 
 def relay_stats(run_dir: Path, node: str) -> dict:

@@ -33,10 +33,8 @@ def campaign(tmp_path_factory):
     analyses = []
     for d in sorted((out / "runs").iterdir()):
         run = load_loop_run(d)
-        a = analyse_loop_run(run)
-        a["prediction"] = analyse_prediction(run)
-        analyses.append(a)
-    points = [degradation.run_point(a, a["prediction"]) for a in analyses]
+        analyses.append((analyse_loop_run(run), analyse_prediction(run)))
+    points = [degradation.run_point(a, prediction) for a, prediction in analyses]
     return out, analyses, points, degradation.group(points)
 
 
@@ -55,7 +53,7 @@ def test_one_point_per_run_with_the_delays_its_messages_saw(campaign):
         assert p["condition"] == f"{p['transport']} {p['setting']}"
         assert p["repetition"] in (0, 1)
         assert p["pred_rms_mV"] < 1e-6 and p["explained"]
-    a = analyses[0]
+    a = analyses[0][0]
     assert points[0]["iae_dev_mVs"] == pytest.approx(1e3 * a["deviation"]["IAE"])
 
 

@@ -8,7 +8,7 @@ from campaign_helpers import run_campaign
 from netloop.analysis.flow_run import analyse_flow
 from netloop.experiment import RunSpec, expand, for_cell, validate_experiment
 from netloop.rundir import read_metadata
-from netloop.schema import ConfigError, to_dict
+from netloop.schema import ConfigError
 
 
 def test_replicas_expand_into_named_flows_and_sweep():
@@ -34,5 +34,5 @@ def test_three_node_pairs_each_deliver_their_own_topic(tmp_path):
     assert meta["status"] == "complete", meta.get("error")
     assert set(meta["negotiated_transport"]) == {"/flows/pair_1", "/flows/pair_2", "/flows/pair_3"}
     for flow in RunSpec.from_metadata(meta["experiment"]).experiment.flow_instances:
-        f = analyse_flow(run, to_dict(flow))
+        f = analyse_flow(run, flow)
         assert f["ok"] and f["sent"] == 150 and f["MDR"] == 1.0, f

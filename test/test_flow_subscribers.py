@@ -3,13 +3,17 @@ hosts and ``subscribers`` gives the number on each; every subscriber is its own 
 own record file, connected and checked before the run counts."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 
 import pytest
+from campaign_helpers import recorded_flows
 from link_health import assert_finished
 
+from netloop.analysis.flow_run import analyse_flow_receivers
 from netloop.analysis.records import read_events
+from netloop.analysis.report import write_report
 from netloop.experiment import validate_experiment
 from netloop.flows import sink_names
 from netloop.runner import campaign_dir_for, run_experiment
@@ -45,6 +49,18 @@ def test_three_subscribers_each_receive_every_message(tmp_path):
         got = read_events(run / "records" / f"flow_img_rx{k}.csv").select("rx", "/flows/img")
         assert sorted(got.seq.tolist()) == sorted(sent.seq.tolist())
         assert (got.recv_ns >= got.stamp_ns).all()
+    # the report gives each subscriber its own row, with its own delays
+    results = analyse_flow_receivers(run, recorded_flows(run)[0])
+    assert [f.subscriber for f in results] == ["#1 on operator", "#2 on operator", "#3 on operator"]
+    assert all(f.ok and f.MDR == 1.0 for f in results)
+    write_report(out)
+    with open(out / "flow_img.csv", newline="") as f:
+        rows = {r["subscriber"]: r for r in csv.DictReader(f)}
+    assert set(rows) == {"#1 on operator", "#2 on operator", "#3 on operator"}
+    for f in results:
+        assert float(rows[f.subscriber]["p95 D [ms]"]) == pytest.approx(f.delay["p95_ms"])
+    md = (out / "report.md").read_text()
+    assert "| tcp_nodelay | #2 on operator | 1 |" in md
 
 
 @pytest.mark.root

@@ -42,10 +42,10 @@ def test_every_flow_delivered_and_measured(campaign):
         for flow in flows:
             f = analyse_flow(out / "runs" / run, flow)
             assert f["ok"], f["problems"]
-            expected = flow["count"]
-            assert f["sent"] >= expected - 2 and f["MDR"] >= 0.95, (run, flow["name"], f["sent"], f["MDR"])
-            assert f["period"]["mean_ms"] == pytest.approx(flow["period"] * 1e3, rel=0.1)
-            assert 0 <= f["delay"]["p50_ms"] < 20 or flow["kind"] == "lidar_bag"
+            expected = flow.count
+            assert f["sent"] >= expected - 2 and f["MDR"] >= 0.95, (run, flow.name, f["sent"], f["MDR"])
+            assert f["period"]["mean_ms"] == pytest.approx(flow.period * 1e3, rel=0.1)
+            assert 0 <= f["delay"]["p50_ms"] < 20 or flow.kind == "lidar_bag"
         laser = analyse_flow(out / "runs" / run, flows[0])
         assert laser["mean_bytes"] == 1024
         lidar = analyse_flow(out / "runs" / run, flows[2])
@@ -74,7 +74,7 @@ def test_camera_flow_carries_real_jpeg(campaign):
 
 def test_report_has_pound_tables_matching_csv(campaign):
     cfg, out = campaign
-    text = write_report(out).read_text()
+    text = write_report(out).with_name("report.md").read_text()
     for flow in ("laser", "image", "lidar"):
         assert f"## Flow `{flow}`" in text
         assert (out / "figures" / f"flow_{flow}_delay.png").stat().st_size > 5000
@@ -82,7 +82,7 @@ def test_report_has_pound_tables_matching_csv(campaign):
         with open(out / f"flow_{flow}.csv") as f:
             rows = {r["transport"]: r for r in csv.DictReader(f)}
         assert set(rows) == {"tcp_nodelay", "udp/tcp_nodelay"}
-        spec = next(f for f in recorded_flows(out / "runs" / "tcp_nodelay-r0") if f["name"] == flow)
+        spec = next(f for f in recorded_flows(out / "runs" / "tcp_nodelay-r0") if f.name == flow)
         a = analyse_flow(out / "runs" / "tcp_nodelay-r0", spec)
         assert float(rows["tcp_nodelay"]["mean D [ms]"]) == pytest.approx(a["delay"]["mean_ms"])
         assert float(rows["tcp_nodelay"]["MDR [%]"]) == pytest.approx(100 * a["MDR"])

@@ -72,7 +72,7 @@ def test_flows_over_ns3_wifi(tmp_path):
         run_dir = runs[f"{transport}-r0"]
         meta = read_metadata(run_dir)
         assert meta["link"]["type"] == "ns3_wifi" and meta["link_health"]["max_lag_ms"] is not None
-        results[transport] = {f["name"]: analyse_flow(run_dir, f) for f in recorded_flows(run_dir)}
+        results[transport] = {f.name: analyse_flow(run_dir, f) for f in recorded_flows(run_dir)}
     for transport, r in results.items():
         laser, image = r["laser"], r["image"]
         assert laser["MDR"] >= 0.97 and image["MDR"] >= 0.9, (transport, laser["MDR"], image["MDR"])

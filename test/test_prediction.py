@@ -103,7 +103,7 @@ def test_a_run_not_explained_by_its_delays_is_a_finding(tmp_path):
     assert 5.0 < p["rms_mV"] < 20.0 and p["max_mV"] == pytest.approx(20.0, abs=1.0)
     text = prediction.finding(p)
     assert "something other than delay and loss" in text and "udp-r0" in text
-    md = write_report(tmp_path / "campaign").read_text()
+    md = write_report(tmp_path / "campaign").with_name("report.md").read_text()
     html = (tmp_path / "campaign" / "report.html").read_text()
     for doc in (md, html):
         assert "NOT explained" in doc and "something other than delay and loss" in doc
@@ -134,7 +134,7 @@ def test_prediction_reproduces_real_loopback_runs(tmp_path):
         # the plant is the same exact model: replaying its own records reproduces it to rounding
         assert p["rms_mV"] < 1e-6 and abs(p["delta_overshoot_pp"]) < 1e-6, p["rms_mV"]
         assert p["explained"]
-    md = write_report(out).read_text()
+    md = write_report(out).with_name("report.md").read_text()
     assert "reproduces every run" in md and "## Prediction from measured delays" in md
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") >= 6

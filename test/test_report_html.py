@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from netloop.analysis import degradation, synthetic
-from netloop.analysis.html import Doc, inline
+from netloop.analysis.rendering import Document, Section, inline
+from netloop.analysis.results import RunAnalysis
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.cli import main
 
@@ -53,7 +54,7 @@ def campaign(tmp_path_factory):
     meta.write_text(json.dumps(m))
     (runs / "teleop-r0").mkdir()                                    # a teleop run without its record
     (runs / "teleop-r0" / "metadata.json").write_text(json.dumps(
-        {"status": "complete", "run_id": "teleop-r0", "experiment": {"transport": "udp", "loop": {"type": "teleop"}}}))
+        {"format": "netloop-run/1", "status": "complete", "run_id": "teleop-r0", "experiment": {"transport": "udp", "loop": {"type": "teleop"}}}))
     camp = json.loads((out / "campaign.json").read_text())
     camp["cells"].append({"run_id": "udp__delay_ms=99-r0", "transport": "udp", "condition": "udp delay_ms=99",
                           "settings": {"link_params.delay_ms": 99}, "repetition": 0, "status": "failed",
@@ -107,8 +108,8 @@ def test_csv_tables_match_the_analysis(campaign):
     assert len([r for r in rows if "delay_ms" in r]) == 8
     a = analyse_loop_run(load_loop_run(campaign / "runs" / "tcp__delay_ms=15-r1"))
     r = rows["tcp__delay_ms=15-r1"]
-    assert float(r["IAE(y − baseline) [mV·s]"]) == pytest.approx(1e3 * a["deviation"]["IAE"])
-    assert float(r["RTT mean [ms]"]) == pytest.approx(a["rtt"]["mean_ms"])
+    assert float(r["IAE(y − baseline) [mV·s]"]) == pytest.approx(1e3 * a.deviation["IAE"])
+    assert float(r["RTT mean [ms]"]) == pytest.approx(a.rtt["mean_ms"])
     assert r["setting"] == "delay_ms=15" and r["repetition"] == "1" and r["verdict"] == "settled"
     with open(campaign / "conditions.csv", newline="") as f:
         groups = {(g["setting"], g["transport"]): g for g in csv.DictReader(f)}
@@ -147,9 +148,10 @@ def test_report_of_a_single_broken_run_and_of_nothing(tmp_path, capsys):
 
 
 def test_doc_renders_markdown_and_escapes_html(tmp_path):
-    doc = Doc("t <1>", base=tmp_path)
-    doc.p("a `x<y>` and **b & c**").table(["k", "v"], [["a|b", 1.23456], ["tiny", 1e-9], ["nan", float("nan")]])
-    doc.fig(tmp_path / "missing.png", "gone")
+    doc = Document("t <1>", base=tmp_path)
+    doc.add(Section().p("a `x<y>` and **b & c**").table(["k", "v"], [["a|b", 1.23456], ["tiny", 1e-9],
+                                                                    ["nan", float("nan")]])
+            .fig(tmp_path / "missing.png", "gone"))
     md, html = doc.markdown(), doc.html()
     assert "| a\\|b | 1.235 |" in md and "| tiny | 1.0e-09 |" in md and "| nan | – |" in md
     assert "<code>x&lt;y&gt;</code>" in html and "<strong>b &amp; c</strong>" in html
@@ -158,6 +160,8 @@ def test_doc_renders_markdown_and_escapes_html(tmp_path):
 
 
 def test_cell_of_runs_without_a_sweep():
-    assert degradation.cell_of({"transport": "udp", "cell": {"condition": "udp", "settings": {}}})[1] == \
-        degradation.NO_SWEEP
-    assert degradation.cell_of({"transport": "udp"})[0] == "udp"
+    run = RunAnalysis(run_id="udp-r0", transport="udp", status="complete", loop_type="rlc",
+                      cell={"condition": "udp", "settings": {}})
+    assert degradation.cell_of(run)[1] == degradation.NO_SWEEP
+    assert degradation.cell_of(RunAnalysis(run_id="udp-r0", transport="udp", status="complete", loop_type="rlc"))[0] \
+        == "udp"

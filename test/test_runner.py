@@ -76,7 +76,8 @@ def test_metadata_records_negotiated_transport(loopback_campaign, transport):
 
 def test_report_tables_match_csv_and_figures_exist(loopback_campaign):
     report = write_report(loopback_campaign)
-    text = report.read_text()
+    assert report == loopback_campaign / "report.html" and "<img " in report.read_text()
+    text = report.with_name("report.md").read_text()
     for fig in ("step_response.png", "delay_sensor.png", "delay_actuation.png"):
         assert (loopback_campaign / "figures" / fig).stat().st_size > 10_000
         assert f"figures/{fig}" in text
@@ -121,7 +122,7 @@ def test_killed_run_leaves_readable_run_dir_and_no_process(tmp_path):
     assert any("incomplete" in p for p in run.problems)
     a = analyse_loop_run(run)
     assert a["ok"] and a["samples"] >= 20  # 50 rows of plant.csv = about 25 samples (y out, u in)
-    report = write_report(run_dir).read_text()
+    report = write_report(run_dir).with_name("report.md").read_text()
     assert "run incomplete" in report
 
 

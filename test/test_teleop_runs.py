@@ -10,6 +10,7 @@ import pytest
 from campaign_helpers import recorded_flows
 
 from netloop.analysis.flow_run import analyse_flow
+from netloop.analysis.rendering import Document
 from netloop.analysis.teleop_run import analyse_teleop_run, teleop_section
 from netloop.experiment import validate_experiment
 from netloop.runner import campaign_dir_for, run_experiment
@@ -55,7 +56,8 @@ def test_trial_steps_track_the_local_baseline(teleop_campaign):
         for key in ("speed", "heading"):   # over a 100 Mbit/s link the loop behaves as locally
             assert r[key]["metrics"]["RiseTime"] == pytest.approx(local[key]["metrics"]["RiseTime"], abs=0.15)
         assert r["odom_delay"]["p50_ms"] < 5
-    md = "\n".join(teleop_section(sorted((out / "runs").iterdir()), out))
+    section = teleop_section([analyse_teleop_run(d) for d in sorted((out / "runs").iterdir())], out)
+    md = Document("teleop", base=out).add(section).markdown()
     assert "trial on the car (local)" in md and "over udp" in md
     assert (out / "teleop_speed.png").stat().st_size > 10_000
 

@@ -51,7 +51,7 @@ def check_run(run_dir, allow_lag=False):
     assert a["ok"], a["problems"]
     for flow in recorded_flows(run_dir):
         f = analyse_flow(run_dir, flow)
-        assert f["MDR"] >= 0.97, (flow["name"], f["MDR"])
+        assert f["MDR"] >= 0.97, (flow.name, f["MDR"])
     record = json.loads((run_dir / "transport.json").read_text())
     assert record["implementation"] == "own" and record["stats_files"]
     return a

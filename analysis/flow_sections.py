@@ -1,0 +1,214 @@
+"""The perturbing flows' part of a report: one section per flow of the experiment file, with
+the Pound paper's table (J_d, D with its percentiles, MDR, BW) per transport, per sweep
+setting and per subscriber, the flow's CSV, histograms of D and J_d, and where the flow's
+message size or period was swept the delay against the swept value.
+
+Input: the :class:`RunAnalysis` of the complete runs (their ``flows``: one
+:class:`FlowResult` per flow instance and subscriber, see :mod:`flow_run`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import degradation, plots
+from .rendering import Section
+from .results import FlowResult, RunAnalysis
+from .tables import fmt, median_of, write_csv
+
+
+@dataclass
+class FlowSample:
+    """One flow result with the run it belongs to."""
+
+    run: RunAnalysis
+    result: FlowResult
+
+    @property
+    def setting(self) -> str:
+        return degradation.setting_of(self.run)
+
+
+def samples_of(runs: list[RunAnalysis], entry: str) -> list[FlowSample]:
+    """Every analysed result of one flow entry (its replicas and subscribers) in the runs."""
+    return [FlowSample(a, f) for a in runs for f in a.flows if f.entry == entry and f.ok]
+
+
+def entries(runs: list[RunAnalysis]) -> list[str]:
+    """The flow entries of the runs, in the experiment's order."""
+    return list(dict.fromkeys(f.entry for a in runs for f in a.flows))
+
+
+def _delay_word(kind_measures: str) -> str:
+    return "RTT" if kind_measures == "round trip" else "D"
+
+
+def columns(swept: bool, several_subscribers: bool, replicas: bool, measures: str, drops: bool) -> list[str]:
+    d = _delay_word(measures)
+    return ((["setting"] if swept else []) + ["transport"] + (["subscriber"] if several_subscribers else []) +
+            ["runs" + (" × replicas" if replicas else ""), "mean J_d [ms]", "std J_d [ms]", f"mean {d} [ms]",
+             f"std {d} [ms]", f"p50 {d} [ms]", f"p95 {d} [ms]", f"p99 {d} [ms]", "MDR [%]", "BW [Mbit/s]"] +
+            (["subscriber-queue drops", "lost before subscriber"] if drops else []))
+
+
+def table_rows(samples: list[FlowSample], swept: bool, several_subscribers: bool, drops: bool,
+               setting_rank: list[str]) -> list[list[Any]]:
+    """One row per setting × transport × subscriber: medians over the repetitions and replicas
+    (drops: their sum)."""
+    groups: dict[tuple[str, str, str], list[FlowResult]] = {}
+    for s in samples:
+        groups.setdefault((s.setting, s.run.transport, s.result.subscriber or ""), []).append(s.result)
+    rows = []
+    for (setting, transport, subscriber), fl in groups.items():
+        def med(get):
+            return median_of(get(f) for f in fl)
+
+        def total(get):
+            vals = [get(f) for f in fl if get(f) is not None]
+            return sum(vals) if vals else None
+        rows.append(([setting] if swept else []) + [transport] + ([subscriber] if several_subscribers else []) + [
+            len(fl), med(lambda f: f.period["mean_ms"]), med(lambda f: f.period["std_ms"]),
+            med(lambda f: f.delay["mean_ms"]), med(lambda f: f.delay["std_ms"]), med(lambda f: f.delay["p50_ms"]),
+            med(lambda f: f.delay["p95_ms"]), med(lambda f: f.delay["p99_ms"]), med(lambda f: 100 * f.MDR),
+            med(lambda f: f.bandwidth_mbit)] +
+            ([total(lambda f: f.subscriber_queue_drops), total(lambda f: f.lost_before_subscriber)] if drops else []))
+    if swept:
+        rows.sort(key=lambda r: setting_rank.index(r[0]) if r[0] in setting_rank else len(setting_rank))
+    return rows
+
+
+def _values(samples: list[FlowSample], attr: str) -> list[Any]:
+    return sorted({getattr(s.result, attr) for s in samples if getattr(s.result, attr) is not None})
+
+
+def heading(entry: str, samples: list[FlowSample]) -> str:
+    """The section's heading: the flow, its kind, and its message size and period (every value
+    when they were swept)."""
+    if not samples:
+        return f"Flow `{entry}`"
+    first = samples[0].result
+    sizes, periods = _values(samples, "size_bytes"), _values(samples, "period_s")
+    parts = [first.kind]
+    measured = median_of(s.result.mean_bytes for s in samples)
+    if not sizes and measured is not None:
+        parts.append(f"{measured:.0f} bytes per message (measured)")
+    if sizes:
+        parts.append(("sizes " + ", ".join(f"{s:g}" for s in sizes) + " bytes per message (swept)") if len(sizes) > 1
+                     else f"{sizes[0]:g} bytes per message")
+    if periods:
+        parts.append(("periods " + ", ".join(f"{1e3 * p:g}" for p in periods) + " ms (swept)") if len(periods) > 1
+                     else f"every {1e3 * periods[0]:g} ms")
+    replicas = {s.result.flow for s in samples if s.result.replica}
+    if replicas:
+        parts.append(f"{len(replicas)} replicas")
+    if first.measures == "round trip":
+        parts.append("round trip through an echoer")
+    return f"Flow `{entry}` ({', '.join(parts)})"
+
+
+def _setting_rank(runs: list[RunAnalysis]) -> list[str]:
+    labels = {degradation.setting_of(a): degradation.cell_of(a)[2] for a in runs}
+    return sorted(labels, key=lambda k: (degradation.setting_sort_key(labels[k]), k))
+
+
+def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbit: float | None = None) -> list[Section]:
+    """One section per flow entry of the complete runs; writes ``flow_<entry>.csv`` into
+    ``out_dir`` and the figures into ``fig_dir``."""
+    rank = _setting_rank(runs)
+    swept = len({degradation.setting_of(a) for a in runs if a.flows}) > 1
+    out = []
+    for entry in entries(runs):
+        samples = samples_of(runs, entry)
+        several = any(s.result.subscriber for s in samples)
+        replicas = any(s.result.replica for s in samples)
+        drops = any(s.result.subscriber_queue_drops is not None for s in samples)
+        measures = samples[0].result.measures if samples else "one-way"
+        header = columns(swept, several, replicas, measures, drops)
+        rows = table_rows(samples, swept, several, drops, rank)
+        write_csv(out_dir / f"flow_{entry}.csv", header, rows)
+        section = Section(heading(entry, samples))
+        if not samples:
+            out.append(section.p("No complete run of this flow could be analysed (see Problems)."))
+            continue
+        section.table(header, rows)
+        word = _delay_word(measures)
+        what = "round-trip time" if measures == "round trip" else "one-way delay"
+        for kind, series, label in (("delay", "delays_ms", f"{what} {word} [ms]"),
+                                    ("period", "periods_ms", "period at the destination J_d [ms]")):
+            by: dict[str, dict[str, list[float]]] = {}
+            for s in samples:
+                key = s.setting if swept else degradation.NO_SWEEP
+                by.setdefault(key, {}).setdefault(s.run.transport, []).extend(getattr(s.result, series))
+            by = dict(sorted(by.items(), key=lambda kv: rank.index(kv[0]) if kv[0] in rank else len(rank)))
+            fig = fig_dir / f"flow_{entry}_{kind}.png"
+            plots.delay_histograms_by_setting(by, fig, xlabel=label, title=f"Flow {entry}: {label}")
+            section.fig(fig, f"Flow {entry}: histogram of the {label} per transport"
+                             f"{', one panel per setting' if swept else ''}.")
+        scaling = scaling_figure(entry, samples, fig_dir, capacity_mbit)
+        if scaling is not None:
+            section.fig(*scaling)
+        out.append(section)
+    return out
+
+
+def swept_axis(samples: list[FlowSample]) -> str | None:
+    """The one flow parameter the samples vary ("size_bytes" or "period_s"), else None."""
+    varied = [attr for attr in ("size_bytes", "period_s") if len(_values(samples, attr)) > 1]
+    return varied[0] if len(varied) == 1 else None
+
+
+def scaling_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
+                   capacity_mbit: float | None) -> tuple[Path, str] | None:
+    """Where the flow's size or period was swept: the delay (median, p5–p95 band) against the
+    swept value per transport on log axes, the link's air time of one message (size over
+    capacity) and the value where the delay explodes (10 × its value at the lightest load)."""
+    axis = swept_axis(samples)
+    if axis is None:
+        return None
+    word = _delay_word(samples[0].result.measures)
+    curves: dict[str, list[tuple[float, float, float, float]]] = {}
+    for transport in dict.fromkeys(s.run.transport for s in samples):
+        points = []
+        for value in _values(samples, axis):
+            delays = np.concatenate([np.asarray(s.result.delays_ms, float) for s in samples
+                                     if s.run.transport == transport and getattr(s.result, axis) == value] or [[]])
+            if delays.size:
+                p5, p50, p95 = np.percentile(delays, [5, 50, 95])
+                x = value if axis == "size_bytes" else 1.0 / value
+                points.append((float(x), float(p50), float(p5), float(p95)))
+        if points:
+            curves[transport] = sorted(points)
+    if not curves:
+        return None
+    size = _values(samples, "size_bytes")
+    theory = None
+    if capacity_mbit:
+        if axis == "size_bytes":
+            theory = ("one message's air time at the link capacity (size / capacity)",
+                      lambda x: 8 * x / (capacity_mbit * 1e3))
+        elif size:
+            theory = ("link saturated: size × rate = capacity", capacity_mbit * 1e6 / (8 * size[0]))
+    xlabel = "message size [bytes]" if axis == "size_bytes" else "rate [Hz]"
+    path = fig_dir / f"flow_{entry}_scaling.png"
+    knees = {transport: explodes_at(points) for transport, points in curves.items()}
+    plots.scaling_curves(curves, path, xlabel=xlabel, ylabel=f"{word} [ms]",
+                         title=f"Flow {entry}: {word} against the {xlabel.split(' [')[0]}", theory=theory, knees=knees)
+    knee_text = "; ".join(f"{t} from {fmt(x, 0)}" for t, x in knees.items() if x is not None)
+    caption = (f"Median {word} per transport (line) with its 5–95 % band, against the swept "
+               f"{xlabel.split(' [')[0]} (log axes)"
+               + (f"; dotted: {theory[0]}" if theory else "") +
+               (f". The delay explodes (above 10 × its value at the lightest setting): {knee_text}." if knee_text else
+                ". The delay does not explode (stays within 10 × its value at the lightest setting)."))
+    return path, caption
+
+
+def explodes_at(points: list[tuple[float, float, float, float]], factor: float = 10.0) -> float | None:
+    """The first x whose median is above ``factor`` × the median at the lightest load (the
+    smallest x), else None."""
+    if len(points) < 2 or not math.isfinite(points[0][1]) or points[0][1] <= 0:
+        return None
+    return next((x for x, med, _, _ in points[1:] if med > factor * points[0][1]), None)

@@ -1,0 +1,279 @@
+"""The RLC loop's part of a report: its summary sentences and its sections (step response
+against the local baseline, the per-condition table, degradation against delay and jitter,
+the prediction from measured delays, the loop's messages per direction).
+
+Input: the RunAnalysis of the complete RLC runs whose loop could be analysed (``good``) and
+the campaign's degradation points and condition groups (:class:`LoopStudy`).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import baseline, degradation, metrics, plots, prediction
+from .rendering import Section
+from .results import ConditionGroup, RunAnalysis, RunPoint
+from .tables import fmt, median_of
+
+
+@dataclass
+class LoopStudy:
+    """The campaign's loop runs as degradation points, grouped per condition."""
+
+    points: list[RunPoint]
+    groups: list[ConditionGroup]
+    settings: list[str]        # the sweep settings in sweep order ([NO_SWEEP] without a sweep)
+
+    @property
+    def swept(self) -> bool:
+        return self.settings != [degradation.NO_SWEEP]
+
+    def order(self, runs: list[RunAnalysis]) -> list[RunAnalysis]:
+        """Runs in sweep order, then in the transports' order, then by run id."""
+        transports = list(dict.fromkeys(g.transport for g in self.groups))
+
+        def rank(items: list[str], item: str) -> int:
+            return items.index(item) if item in items else len(items)
+        return sorted(runs, key=lambda a: (rank(self.settings, degradation.setting_of(a)),
+                                           rank(transports, a.transport), a.run_id))
+
+
+def loop_study(runs: list[RunAnalysis], transport_order: list[str] | None = None) -> LoopStudy:
+    points = [degradation.run_point(a.loop, a.prediction) for a in runs if a.loop is not None]
+    groups = degradation.group(points, transport_order)
+    return LoopStudy(points, groups, degradation.settings_in_order(groups))
+
+
+def slug(text: str) -> str:
+    """A file-name part from a setting ("delay_ms=10" stays, other characters become _)."""
+    return re.sub(r"[^A-Za-z0-9_.=+-]+", "_", text).strip("_") or "all"
+
+
+def pm(s: dict, digits: int = 2) -> str:
+    """'mean ± std (min–max)' of a spread, or the value alone for one run."""
+    if not s["n"]:
+        return fmt(None)
+    if s["n"] == 1:
+        return fmt(s["mean"], digits)
+    return f"{fmt(s['mean'], digits)} ± {fmt(s['std'], digits)} ({fmt(s['min'], digits)}–{fmt(s['max'], digits)})"
+
+
+# -- summary ---------------------------------------------------------------------------------
+
+def summary(good: list[RunAnalysis], study: LoopStudy) -> list[str]:
+    """The summary sentences about the loop: which transport kept it closest to local, and
+    whether the measured delays explain the runs."""
+    if not good:
+        return []
+    out = degradation.summary_sentences(study.groups, study.points)
+    preds = predictions(good)
+    if not preds:
+        return out
+    findings = [s for s in (prediction.finding(p) for p in preds) if s]
+    worst = max(preds, key=lambda p: p.rms_mV)
+    threshold = prediction.RMS_THRESHOLD_MV
+    if findings:
+        out.append(f"Prediction from measured delays: {len(findings)} of {len(preds)} runs are **not** explained by "
+                   f"their delay and loss (RMS error above {threshold:g} mV); see the findings under Prediction.")
+    else:
+        mean_only = max(p.modes["mean_delay"].rms_mV for p in preds)
+        jittery = sum(p.modes["mean_delay"].rms_mV > threshold for p in preds)
+        out.append(f"Prediction from measured delays: replaying each run's measured delays reproduces every run "
+                   f"(largest RMS error {worst.rms_mV:.2g} mV, threshold {threshold:g} mV): delay and loss explain "
+                   f"the degradation. The median delay alone, without its jitter, leaves up to {mean_only:.2f} mV RMS"
+                   + (f", above the threshold in {jittery} of {len(preds)} runs: there the jitter of the delay, not "
+                      "only its mean, shaped the response." if jittery else
+                      ": the mean delay alone explains these runs."))
+    return out
+
+
+def predictions(good: list[RunAnalysis]):
+    return [a.prediction for a in good if a.prediction is not None and a.prediction.ok]
+
+
+# -- sections --------------------------------------------------------------------------------
+
+def sections(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> list[Section]:
+    """Every section of the loop (none without a usable loop run)."""
+    if not good:
+        return []
+    good = study.order(good)
+    return [step_section(good, study, fig_dir), condition_section(good, study.swept),
+            degradation_section(good, study, fig_dir), prediction_section(good, study, fig_dir)]
+
+
+def step_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Section:
+    section = Section("Step response against the local baseline")
+    for setting in study.settings:
+        runs = [a.loop for a in good if degradation.setting_of(a) == setting]
+        if not runs:
+            continue
+        where = f", {setting}" if study.swept else ""
+        fig = fig_dir / (f"step_response__{slug(setting)}.png" if study.swept else "step_response.png")
+        plots.step_overlay(runs, fig, title="RLC loop step response" + where)
+        if study.swept:
+            section.h(3, setting)
+        section.fig(fig, f"y(t) of every run over the local baseline (grey){where}; lower panel: y − baseline [mV].")
+        b = runs[0]
+        section.p(f"Local baseline (python-control, ZOH at T = {b.period_s * 1e3:.0f} ms, zero delay): "
+                  f"overshoot {fmt(b.baseline_step['Overshoot'], 2)} %, settling time "
+                  f"{fmt(b.baseline_step['SettlingTime'])} s, rise time {fmt(b.baseline_step['RiseTime'])} s, "
+                  f"final value {fmt(b.baseline_step['SteadyStateValue'])} V, "
+                  f"IAE {fmt(b.baseline_tracking['IAE'], 4)} V·s.")
+    return section
+
+
+CONDITION_COLUMNS = [
+    ("transport", None), ("runs", None), ("overshoot [%]", lambda r: r.step["Overshoot"]),
+    ("Δovershoot [pp]", lambda r: r.delta_overshoot_pp), ("settling [s]", lambda r: r.step["SettlingTime"]),
+    ("ΔIAE [V·s]", lambda r: r.delta_IAE), ("IAE(y − baseline) [mV·s]", lambda r: 1e3 * r.deviation["IAE"]),
+    ("y delay mean [ms]", lambda r: r.sensor.delay["mean_ms"]),
+    ("u delay mean [ms]", lambda r: r.actuation.delay["mean_ms"]),
+    ("RTT p50 [ms]", lambda r: r.rtt["p50_ms"]), ("RTT p99 [ms]", lambda r: r.rtt["p99_ms"]),
+    ("MDR u", lambda r: r.actuation.MDR)]
+
+
+def condition_section(good: list[RunAnalysis], swept: bool) -> Section:
+    """Per transport (per setting and transport with a sweep): medians over the repetitions."""
+    by_cond: dict[tuple[str, str], list] = {}
+    for a in good:
+        by_cond.setdefault((degradation.setting_of(a), a.transport), []).append(a.loop)
+    header = (["setting"] if swept else []) + [name for name, _ in CONDITION_COLUMNS]
+    rows = [([setting] if swept else []) + [transport, len(runs)] +
+            [median_of(get(r) for r in runs) for _, get in CONDITION_COLUMNS[2:]]
+            for (setting, transport), runs in by_cond.items()]
+    title = "Loop, per condition (median over repetitions)" if swept else "Loop, per transport (median over repetitions)"
+    return Section(title).table(header, rows)
+
+
+def same_loop(good: list[RunAnalysis]) -> dict | None:
+    """The loop configuration shared by every good run (plant and controller), else None."""
+    loops = [a.experiment.get("loop") for a in good]
+    if not loops or any(lp is None for lp in loops):
+        return None
+    key = [json.dumps([lp["plant"], lp["controller"]], sort_keys=True) for lp in loops]
+    return loops[0] if len(set(key)) == 1 else None
+
+
+def delay_model(loop: dict, samples: int, x_max_ms: float, points: int = 25) -> dict:
+    """Degradation of the loop under a constant loop delay d (exact replay, no jitter, no
+    loss): the reference line of the degradation-vs-delay figure."""
+    base = baseline.local_baseline(loop, samples)
+    base_os = metrics.step_metrics(base.t, base.y)["Overshoot"]
+    T = loop["plant"]["period"]
+    xs = np.linspace(0.0, max(x_max_ms, 1.0), points)
+    iae, dov, stable = [], [], []
+    r = loop["controller"]["reference"]
+    for d in xs:
+        y = baseline.simulate_loop(loop, np.full(samples, d / 1e3)).y
+        step = metrics.step_metrics(base.t, y)
+        iae.append(1e3 * metrics.integral_errors(y - base.y, T)["IAE"])
+        dov.append(step["Overshoot"] - base_os)
+        stable.append(degradation.verdict(base.t, y, step, r) == "settled")
+    return {"x": xs.tolist(), "iae_dev_mVs": iae, "delta_overshoot_pp": dov, "settled": stable,
+            "label": "model: constant loop delay (exact replay)"}
+
+
+def degradation_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Section:
+    section = Section("Degradation against delay and jitter")
+    groups = study.groups
+    loop = same_loop(good)
+    model = None
+    if loop is not None:
+        xmax = max((g.stats["rtt_mean_ms"]["max"] for g in groups if g.stats["rtt_mean_ms"]["n"]), default=1.0)
+        model = delay_model(loop, min(a.loop.samples for a in good), 1.25 * xmax + 0.2)
+    plots.degradation_scatter(groups, "rtt_mean_ms", "loop delay: RTT mean (sample → its actuation) [ms]",
+                              fig_dir / "degradation_vs_delay.png", "Degradation against the loop delay",
+                              model=model)
+    plots.degradation_scatter(groups, "rtt_std_ms", "loop jitter: RTT std [ms]",
+                              fig_dir / "degradation_vs_jitter.png", "Degradation against the loop jitter")
+    section.fig(fig_dir / "degradation_vs_delay.png",
+                "One point per condition at the mean over its repetitions, bars min–max over the repetitions, "
+                "small dots the single runs; colour = transport, marker = setting. The dashed line is the loop "
+                "under a constant delay (exact model): points on it are explained by their mean delay alone.")
+    section.fig(fig_dir / "degradation_vs_jitter.png",
+                "The same degradation against the jitter of the loop delay (standard deviation of the RTT).")
+    header = (["setting"] if study.swept else []) + [
+        "transport", "runs", "IAE(y − baseline) [mV·s]", "Δovershoot [pp]", "settling [s]", "RTT mean [ms]",
+        "RTT std [ms]", "y one-way mean/std/p95/p99 [ms]", "u one-way mean/std/p95/p99 [ms]", "MDR y / u",
+        "settled / not / unstable"]
+    rows = []
+    for g in groups:
+        s = g.stats
+
+        def four(d):
+            return " / ".join(fmt(s[f"{d}_{k}_ms"]["mean"], 2) for k in ("mean", "std", "p95", "p99"))
+        rows.append(([g.setting] if study.swept else []) + [
+            g.transport, g.n, pm(s["iae_dev_mVs"]), pm(s["delta_overshoot_pp"]), pm(s["settling_s"], 3),
+            pm(s["rtt_mean_ms"]), pm(s["rtt_std_ms"]), four("y"), four("u"),
+            f"{fmt(s['mdr_y']['mean'])} / {fmt(s['mdr_u']['mean'])}",
+            " / ".join(str(g.verdicts[v]) for v in ("settled", "did not settle", "unstable"))])
+    section.p("Per condition: mean ± std (min–max) over the repetitions (a single value for one run); "
+              "one-way columns are means over the repetitions. All numbers per run: `degradation.csv`; "
+              "n, mean, std, min, max, median per condition: `conditions.csv`.")
+    return section.table(header, rows, digits=2)
+
+
+DIRECTION_COLUMNS = ["run", "direction", "sent", "MDR", "delay mean [ms]", "std [ms]", "p50 [ms]", "p95 [ms]",
+                     "p99 [ms]", "period at receiver mean [ms]", "period std [ms]"]
+DIRECTIONS = (("sensor", "y plant→controller", "y: plant → controller"),
+              ("actuation", "u controller→plant", "u: controller → plant"))
+
+
+def prediction_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Section:
+    """The prediction from measured delays, and (under it, as before) the loop's messages per
+    direction."""
+    swept = study.swept
+    section = Section("Prediction from measured delays")
+    section.p("Each run's own actuation trace (sample k's stamp → arrival at the plant of the u answering k, from "
+              "`records/plant.csv`; a lost or stale u updates nothing) replayed through the exact loop model "
+              "(`baseline.simulate_loop`) at the real sample times gives ŷ, the response delay and loss alone would "
+              "produce. Error = ŷ − y; a run is explained when its RMS error is at most "
+              f"{prediction.RMS_THRESHOLD_MV:g} mV (1 % of the 0.5 V steady state). Two coarser replays show what "
+              "matters: the measured delays at nominal sample times k·T (no sampling jitter), and the median "
+              "delay alone (no jitter at all).")
+    header = (["setting"] if swept else []) + [
+        "run", "transport", "lost u", "stale u", "RMS [mV]", "max [mV]", "Δovershoot [pp]",
+        "RMS, nominal times [mV]", "RMS, median delay only [mV]", "Δovershoot, median delay only [pp]", "verdict"]
+    rows = []
+    for a in good:
+        p, first = a.prediction, ([degradation.setting_of(a)] if swept else []) + [a.run_id, a.transport]
+        if p is None or not p.ok:
+            rows.append(first + [None] * 8 + ["no prediction: " + "; ".join(p.problems if p else [])])
+            continue
+        m = p.modes
+        rows.append(first + [p.lost, p.stale, p.rms_mV, p.max_mV, p.delta_overshoot_pp, m["delays"].rms_mV,
+                             m["mean_delay"].rms_mV, m["mean_delay"].delta_overshoot_pp,
+                             "explained" if p.explained else "NOT explained"])
+    section.table(header, rows, digits=4)
+    findings = [s for s in (prediction.finding(p) for p in predictions(good)) if s]
+    if findings:
+        section.h(3, "Findings").ul(findings, "finding")
+    for setting in study.settings:
+        preds = predictions([a for a in good if degradation.setting_of(a) == setting])
+        if not preds:
+            continue
+        where = f", {setting}" if swept else ""
+        fig = fig_dir / (f"prediction__{slug(setting)}.png" if swept else "prediction.png")
+        plots.prediction_overlay(preds, fig, title="Predicted from measured delays vs measured" + where)
+        section.fig(fig, f"Measured y (colour) and ŷ predicted from the run's measured delays (black dashed){where}; "
+                         "lower panel: ŷ − y in mV for the prediction (solid) and for the median delay alone (dashed).")
+    section.h(3, "Loop messages per direction")
+    section.table(DIRECTION_COLUMNS, [
+        [a.run_id, label, d.sent, d.MDR, d.delay["mean_ms"], d.delay["std_ms"], d.delay["p50_ms"], d.delay["p95_ms"],
+         d.delay["p99_ms"], d.period["mean_ms"], d.period["std_ms"]]
+        for a in good for key, label, _ in DIRECTIONS for d in [getattr(a.loop, key)]])
+    for key, _, title in DIRECTIONS:
+        samples: dict[str, dict[str, list[float]]] = {}
+        for a in good:
+            samples.setdefault(degradation.setting_of(a), {}).setdefault(a.transport, []).extend(
+                getattr(a.loop, key).delays_ms)
+        fig = fig_dir / f"delay_{key}.png"
+        plots.delay_histograms_by_setting(samples, fig, title=f"One-way delay, {title}")
+        section.fig(fig, f"Histogram of the one-way delay of every loop message, {title}"
+                         f"{', one panel per setting' if swept else ''}.")
+    return section

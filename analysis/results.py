@@ -1,0 +1,308 @@
+"""The typed results of the analysis: what one run, one flow, one prediction or one
+degradation point is, as dataclasses.
+
+``analysis.json`` is written from them (:meth:`Result.to_json`): every field except the
+time series and the raw metadata (fields made with :func:`series`), and the optional fields of a result that could not
+be computed are left out rather than written as null, so the file keeps its keys.
+
+Results also answer ``result["key"]`` and ``result.get("key")`` (read-only, the field of
+that name) for callers written against the dicts these results replace.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NOT_IN_JSON = {"not_in_json": True}   # time series and the raw metadata: not written to analysis.json
+OPTIONAL = {"optional": True}          # left out of analysis.json while None
+
+
+def series(default_factory=list):
+    """A field analysis.json leaves out (a time series, the run's metadata)."""
+    return field(default_factory=default_factory, metadata=NOT_IN_JSON, repr=False)
+
+
+def optional(default=None):
+    return field(default=default, metadata=OPTIONAL)
+
+
+def to_json(value: Any) -> Any:
+    """A result (or a list/dict of them) as plain JSON data."""
+    if isinstance(value, Result):
+        return value.to_json()
+    if isinstance(value, dict):
+        return {k: to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+class Result:
+    """Base of the result dataclasses: JSON without the series, read-only item access."""
+
+    def to_json(self) -> dict[str, Any]:
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.metadata.get("not_in_json") or (f.metadata.get("optional") and value is None):
+                continue
+            out[f.name] = to_json(value)
+        return out
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in {f.name for f in dataclasses.fields(self)} and not hasattr(type(self), key):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            value = self[key]
+        except KeyError:
+            return default
+        return default if value is None else value
+
+
+@dataclass
+class DirectionStats(Result):
+    """The loop's messages in one direction: delivery, one-way delay, period at the receiver."""
+
+    sent: int
+    received: int
+    MDR: float
+    delay: dict[str, float]       # metrics.delay_stats: n, mean_ms, std_ms, p50_ms, p95_ms, p99_ms, max_ms
+    period: dict[str, float]      # metrics.period_stats: mean_ms, std_ms
+    delays_ms: list[float] = series()
+
+
+@dataclass
+class LoopRunResult(Result):
+    """One RLC-loop run: its step response against the local baseline and its messages.
+    Everything after ``cell`` is None when the run could not be analysed (``ok`` false)."""
+
+    run_id: str
+    transport: str
+    status: str
+    problems: list[str] = field(default_factory=list)
+    ok: bool = False
+    cell: dict[str, Any] | None = None
+    samples: int | None = optional()
+    period_s: float | None = optional()
+    reference: float | None = optional()
+    t: list[float] = series()
+    y: list[float] = series()
+    baseline_y: list[float] = series()
+    step: dict[str, Any] | None = optional()            # metrics.step_metrics of y
+    baseline_step: dict[str, Any] | None = optional()
+    tracking: dict[str, float] | None = optional()      # IAE/ISE of r − y
+    baseline_tracking: dict[str, float] | None = optional()
+    deviation: dict[str, float] | None = optional()     # IAE/ISE of y − baseline
+    sensor: DirectionStats | None = optional()          # y: plant → controller
+    actuation: DirectionStats | None = optional()       # u: controller → plant
+    rtt: dict[str, float] | None = optional()           # sample → arrival of its u at the plant
+    stale_actuations: int | None = optional()
+    sampling: dict[str, float] | None = optional()
+    negotiated_transport: dict[str, str] | None = optional()
+    delta_IAE: float | None = optional()
+    delta_overshoot_pp: float | None = optional()
+    delta_settling_s: float | None = optional()
+    unstable: bool | None = optional()
+
+
+@dataclass
+class FlowResult(Result):
+    """One perturbing flow of a run: the Pound paper's measurements."""
+
+    flow: str
+    kind: str
+    entry: str = ""                                 # the experiment's flow entry (flow without replicas)
+    replica: int | None = optional()                # k of replica <entry>_<k>, None without replicas
+    size_bytes: int | None = optional()             # bytes per message as configured (flows.message_bytes)
+    period_s: float | None = optional()             # the configured period
+    subscriber: str | None = optional()            # "#k on <host>" when the flow has several
+    measures: str = "one-way"                       # what D is: "one-way", or "round trip" (echo flows)
+    ok: bool = False
+    problems: list[str] = field(default_factory=list)
+    sent: int | None = optional()
+    received: int | None = optional()
+    MDR: float | None = optional()
+    period: dict[str, float] | None = optional()   # J_d: mean_ms, std_ms
+    delay: dict[str, float] | None = optional()    # D: n, mean_ms, std_ms, p50_ms, p95_ms, p99_ms, max_ms
+    bandwidth_mbit: float | None = optional()
+    mean_bytes: float | None = optional()
+    subscriber_queue_drops: int | None = optional()  # roscpp's drops of a full subscriber queue
+    lost_before_subscriber: int | None = optional()  # publisher queue (TCPROS) or network (UDPROS)
+    delays_ms: list[float] = series()
+    periods_ms: list[float] = series()
+
+    @property
+    def label(self) -> str:
+        """The flow's name, with its subscriber when it has several."""
+        return self.flow + (f" {self.subscriber}" if self.subscriber else "")
+
+
+@dataclass
+class ReplayError(Result):
+    """How far one replay of a run's delays (a prediction mode) is from the measured y."""
+
+    rms_mV: float
+    max_mV: float
+    overshoot: float
+    delta_overshoot_pp: float
+    y_hat: list[float] = series()
+
+
+@dataclass
+class PredictionResult(Result):
+    """A run's response replayed from its measured delays, and the error of each replay."""
+
+    run_id: str
+    transport: str
+    threshold_mV: float             # prediction.RMS_THRESHOLD_MV unless chosen
+    ok: bool = False
+    problems: list[str] = field(default_factory=list)
+    samples: int | None = optional()
+    t: list[float] = series()
+    y: list[float] = series()
+    lost: int | None = optional()
+    stale: int | None = optional()
+    unmatched: int | None = optional()
+    loop_delay_median_ms: float | None = optional()
+    rms_mV: float | None = optional()
+    max_mV: float | None = optional()
+    delta_overshoot_pp: float | None = optional()
+    explained: bool | None = optional()
+    modes: dict[str, ReplayError] = field(default_factory=dict)
+
+
+@dataclass
+class StepResponse(Result):
+    """A teleop step, normalised to the step size (0 → 1), timed from the reference change."""
+
+    t: list[float]
+    y: list[float]
+    step: float
+    metrics: dict[str, Any]
+
+
+@dataclass
+class TeleopRunResult(Result):
+    """One teleoperation run: the trial's speed and heading steps and its messages' delays."""
+
+    run_dir: str
+    run_id: str
+    status: str
+    transport: str
+    local: bool
+    ok: bool = False
+    problems: list[str] = field(default_factory=list)
+    speed: StepResponse | None = None
+    heading: StepResponse | None = None
+    odom_delay: dict[str, float] | None = None
+    odom_period: dict[str, float] | None = None
+    command_age: dict[str, float] | None = None
+
+
+@dataclass
+class RunPoint(Result):
+    """One loop run as a point of the degradation analysis (keys: degradation.POINT_FIELDS)."""
+
+    run_id: str
+    transport: str
+    condition: str
+    setting: str
+    settings: dict[str, Any]
+    repetition: int | None
+    status: str | None
+    ok: bool
+    iae_dev_mVs: float | None = optional()
+    delta_IAE: float | None = optional()
+    overshoot: float | None = optional()
+    delta_overshoot_pp: float | None = optional()
+    settling_s: float | None = optional()
+    verdict: str | None = optional()
+    rtt_mean_ms: float | None = optional()
+    rtt_std_ms: float | None = optional()
+    rtt_p50_ms: float | None = optional()
+    rtt_p95_ms: float | None = optional()
+    rtt_p99_ms: float | None = optional()
+    mdr_y: float | None = optional()
+    mdr_u: float | None = optional()
+    stale_u: int | None = optional()
+    y_mean_ms: float | None = optional()
+    y_std_ms: float | None = optional()
+    y_p95_ms: float | None = optional()
+    y_p99_ms: float | None = optional()
+    u_mean_ms: float | None = optional()
+    u_std_ms: float | None = optional()
+    u_p95_ms: float | None = optional()
+    u_p99_ms: float | None = optional()
+    pred_rms_mV: float | None = optional()
+    pred_max_mV: float | None = optional()
+    pred_dovershoot_pp: float | None = optional()
+    explained: bool | None = optional()
+
+
+@dataclass
+class ConditionGroup(Result):
+    """The runs of one condition (setting × transport) and the spread of every point field."""
+
+    setting: str
+    transport: str
+    condition: str
+    settings: dict[str, Any]
+    runs: list[RunPoint]
+    n: int
+    stats: dict[str, dict[str, float]]     # field -> degradation.spread (n, mean, std, min, max, median)
+    verdicts: dict[str, int]
+    run_ids: list[str]
+
+
+@dataclass
+class RunAnalysis(Result):
+    """Everything the report knows about one run directory. ``loop`` (an RLC run), ``teleop``
+    (a teleop run) and ``prediction`` are set by the run's loop kind (loop_kinds)."""
+
+    run_id: str
+    transport: str
+    status: str
+    loop_type: str
+    cell: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+    loop: LoopRunResult | None = None
+    prediction: PredictionResult | None = None
+    teleop: TeleopRunResult | None = None
+    flows: list[FlowResult] = field(default_factory=list)
+    meta: dict[str, Any] = series(dict)       # the run's metadata.json ({} when unusable)
+
+    @property
+    def experiment(self) -> dict[str, Any]:
+        """The experiment as the run recorded it ({} when unknown)."""
+        return self.meta.get("experiment") or {}
+
+    @property
+    def has_loop(self) -> bool:
+        """Whether the run has a loop result with a step response (an RLC run)."""
+        return self.loop is not None
+
+    @property
+    def ok(self) -> bool:
+        return self.loop is not None and self.loop.ok
+
+    def add_problems(self, problems: list[str], prefix: str = "") -> None:
+        """Add problems not listed yet."""
+        for p in problems:
+            if prefix + p not in self.problems:
+                self.problems.append(prefix + p)
+
+    def to_json(self, point: RunPoint | None = None) -> dict[str, Any]:
+        """The run's entry of analysis.json (with its degradation point)."""
+        base = self.loop.to_json() if self.loop is not None else {
+            "run_id": self.run_id, "transport": self.transport, "status": self.status, "ok": False,
+            "cell": self.cell}
+        return base | {"problems": list(self.problems), "has_loop": self.has_loop, "loop_type": self.loop_type,
+                       "degradation": to_json(point), "prediction": to_json(self.prediction),
+                       "flows": to_json(self.flows)}

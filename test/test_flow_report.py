@@ -1,0 +1,69 @@
+"""The flows' part of the report on real runs (loopback, one host): the Pound paper's table
+with the delay's percentiles in Markdown, HTML and CSV, a heading that names every swept
+value, an echo flow's delay labelled as the round trip it is, and the delay-against-size
+figure of a size sweep (Jordan's and Pound's Fig. 19 scaling plots)."""
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from campaign_helpers import run_campaign
+
+from netloop.analysis import flow_sections
+from netloop.analysis.report import analyse_run, write_report
+
+SIZES = [256, 16384, 262144]
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    _, out = run_campaign(tmp_path_factory.mktemp("flowrep"), {
+        "transport": "tcp_nodelay", "loop": {"type": "none"},
+        "sweep": {"flows[0].size_bytes": SIZES},
+        "flows": [{"name": "data", "kind": "generic", "size_bytes": 256, "period": 0.02, "count": 60,
+                   "start_delay": 0.5},
+                  {"name": "ping", "kind": "echo", "size_bytes": 64, "period": 0.02, "count": 60, "start_delay": 0.5}]},
+        "flowrep")
+    assert write_report(out) == out / "report.html"
+    return out
+
+
+def test_percentiles_in_every_table(swept):
+    md = (swept / "report.md").read_text()
+    html = (swept / "report.html").read_text()
+    for column in ("p50 D [ms]", "p95 D [ms]", "p99 D [ms]"):
+        assert column in md and f"<th>{column}</th>" in html
+    with open(swept / "flow_data.csv", newline="") as f:
+        rows = {r["setting"]: r for r in csv.DictReader(f)}
+    assert list(rows) == [f"size_bytes={s}" for s in SIZES]   # in sweep order, numbers as numbers
+    for run_dir in sorted((swept / "runs").iterdir()):
+        a = analyse_run(run_dir)
+        data = next(f for f in a.flows if f.flow == "data")
+        row = rows[f"size_bytes={data.size_bytes}"]
+        delays = np.array(data.delays_ms)
+        assert float(row["p50 D [ms]"]) == pytest.approx(np.percentile(delays, 50))
+        assert float(row["p99 D [ms]"]) == pytest.approx(np.percentile(delays, 99))
+        assert float(row["p50 D [ms]"]) <= float(row["p95 D [ms]"]) <= float(row["p99 D [ms]"])
+
+
+def test_heading_names_the_swept_sizes_and_the_echo_round_trip(swept):
+    md = (swept / "report.md").read_text()
+    assert "## Flow `data` (generic, sizes 256, 16384, 262144 bytes per message (swept), every 20 ms)" in md
+    assert "## Flow `ping` (echo, 64 bytes per message, every 20 ms, round trip through an echoer)" in md
+    ping = md.split("## Flow `ping`", 1)[1]
+    assert "p95 RTT [ms]" in ping and "p95 D [ms]" not in ping.split("\n## ", 1)[0]
+
+
+def test_size_sweep_gets_its_scaling_figure(swept):
+    md = (swept / "report.md").read_text()
+    assert "figures/flow_data_scaling.png" in md
+    assert (swept / "figures" / "flow_data_scaling.png").stat().st_size > 10_000
+    assert "figures/flow_ping_scaling.png" not in md        # the echo flow was not swept
+
+
+def test_explodes_at_marks_the_first_tenfold_median():
+    pts = [(1.0, 2.0, 1.0, 3.0), (10.0, 3.0, 2.0, 4.0), (100.0, 25.0, 20.0, 30.0), (1000.0, 300.0, 200.0, 400.0)]
+    assert flow_sections.explodes_at(pts) == 100.0
+    assert flow_sections.explodes_at(pts[:2]) is None
+    assert flow_sections.explodes_at(pts[:1]) is None
