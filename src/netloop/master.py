@@ -9,7 +9,11 @@ import xmlrpc.client
 from typing import Any
 
 from .netns import NetnsCaller
+from .polling import wait_for as _wait_for
 from .processes import ManagedProcess, ProcessGroup, log_tail
+
+#: the package's one polling helper (netloop.polling), also importable from here
+wait_for = _wait_for
 
 CALLER_ID = "/netloop_runner"
 #: rosout from Debian's ROS packages or ROS Noetic (roscore starts the same binary).
@@ -108,12 +112,4 @@ class RosMaster:
         self.rpc_caller.close()
 
 
-def wait_for(predicate, timeout: float, interval: float = 0.05) -> bool:
-    """Poll ``predicate`` until it returns true or ``timeout`` seconds pass."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
 

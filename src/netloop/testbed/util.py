@@ -14,8 +14,13 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from ..polling import wait_for as _wait_for
+
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
+
+#: the package's one polling helper (netloop.polling), also importable from here
+wait_for = _wait_for
 
 
 class TestbedError(RuntimeError):
@@ -163,11 +168,3 @@ def kill_pid(pid: int, start_time: int | None) -> None:
             time.sleep(0.01)
 
 
-def wait_for(predicate, timeout: float, interval: float = 0.005):
-    """Poll ``predicate()`` until it returns a true value or ``timeout`` passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
