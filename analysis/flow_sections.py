@@ -50,7 +50,7 @@ def _delay_word(kind_measures: str) -> str:
 def columns(swept: bool, several_subscribers: bool, replicas: bool, measures: str, drops: bool) -> list[str]:
     d = _delay_word(measures)
     return ((["setting"] if swept else []) + ["transport"] + (["subscriber"] if several_subscribers else []) +
-            ["runs" + (" × replicas" if replicas else ""), "mean J_d [ms]", "std J_d [ms]", f"mean {d} [ms]",
+            ["runs" + (" × replicas" if replicas else ""), "offered [Mbit/s]", "mean J_d [ms]", "std J_d [ms]", f"mean {d} [ms]",
              f"std {d} [ms]", f"p50 {d} [ms]", f"p95 {d} [ms]", f"p99 {d} [ms]", "MDR [%]", "BW [Mbit/s]"] +
             (["subscriber-queue drops", "lost before subscriber"] if drops else []))
 
@@ -71,7 +71,7 @@ def table_rows(samples: list[FlowSample], swept: bool, several_subscribers: bool
             vals = [get(f) for f in fl if get(f) is not None]
             return sum(vals) if vals else None
         rows.append(([setting] if swept else []) + [transport] + ([subscriber] if several_subscribers else []) + [
-            len(fl), med(lambda f: f.period["mean_ms"]), med(lambda f: f.period["std_ms"]),
+            len(fl), offered_mbit(fl), med(lambda f: f.period["mean_ms"]), med(lambda f: f.period["std_ms"]),
             med(lambda f: f.delay["mean_ms"]), med(lambda f: f.delay["std_ms"]), med(lambda f: f.delay["p50_ms"]),
             med(lambda f: f.delay["p95_ms"]), med(lambda f: f.delay["p99_ms"]), med(lambda f: 100 * f.MDR),
             med(lambda f: f.bandwidth_mbit)] +
@@ -79,6 +79,18 @@ def table_rows(samples: list[FlowSample], swept: bool, several_subscribers: bool
     if swept:
         rows.sort(key=lambda r: setting_rank.index(r[0]) if r[0] in setting_rank else len(setting_rank))
     return rows
+
+
+def offered_mbit(results: list[FlowResult]) -> float | None:
+    """The load the flow's instances in one row offer the link together [Mbit/s]: size × 8 /
+    period for each distinct replica (an echo crosses twice); None where the size is measured,
+    not configured."""
+    per_instance = {}
+    for f in results:
+        if f.size_bytes is None or not f.period_s:
+            return None
+        per_instance[f.flow] = f.size_bytes * 8 / f.period_s / 1e6 * (2 if f.measures == "round trip" else 1)
+    return sum(per_instance.values()) if per_instance else None
 
 
 def _values(samples: list[FlowSample], attr: str) -> list[Any]:
@@ -110,7 +122,7 @@ def heading(entry: str, samples: list[FlowSample]) -> str:
     return f"Flow `{entry}` ({', '.join(parts)})"
 
 
-def _setting_rank(runs: list[RunAnalysis]) -> list[str]:
+def setting_rank(runs: list[RunAnalysis]) -> list[str]:
     labels = {degradation.setting_of(a): degradation.cell_of(a)[2] for a in runs}
     return sorted(labels, key=lambda k: (degradation.setting_sort_key(labels[k]), k))
 
@@ -118,7 +130,7 @@ def _setting_rank(runs: list[RunAnalysis]) -> list[str]:
 def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbit: float | None = None) -> list[Section]:
     """One section per flow entry of the complete runs; writes ``flow_<entry>.csv`` into
     ``out_dir`` and the figures into ``fig_dir``."""
-    rank = _setting_rank(runs)
+    rank = setting_rank(runs)
     swept = len({degradation.setting_of(a) for a in runs if a.flows}) > 1
     out = []
     for entry in entries(runs):

@@ -26,6 +26,7 @@ Files written into the results directory:
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from .loop_run import read_run_metadata
 from .loop_sections import LoopStudy, loop_study
 from .rendering import Document, Section
 from .results import RunAnalysis
-from .tables import write_csv
+from .tables import median_of, write_csv
 
 
 class ReportError(RuntimeError):
@@ -192,9 +193,35 @@ def write_report(path: Path) -> Path:
             doc.add(Section(f"{kind.name} loop").p(f"This part of the analysis failed: {type(err).__name__}: {err}",
                                                     "problems"))
     doc.add(*flow_sections.sections(usable, path, fig_dir, _capacity(meta)))
+    doc.add(cpu_section(usable))
     doc.add(closing(loop_runs, excluded, broken, absent))
     doc.write(path / "report.md", path / "report.html")
     return path / "report.html"
+
+
+def cpu_section(runs: list[RunAnalysis]) -> Section | None:
+    """The CPU each host's processes used, per setting and transport (median over the
+    repetitions), as a share of one core: where a host runs out of CPU before the link fills."""
+    runs = [a for a in runs if a.meta.get("cpu")]
+    if not runs:
+        return None
+    hosts = list(dict.fromkeys(h for a in runs for h in a.meta["cpu"]))
+    swept = len({degradation.setting_of(a) for a in runs}) > 1
+    groups: dict[tuple[str, str], list[RunAnalysis]] = {}
+    for a in runs:
+        groups.setdefault((degradation.setting_of(a), a.transport), []).append(a)
+    rows = [([setting] if swept else []) + [transport, len(rs)] +
+            [median_of(100 * (a.meta["cpu"].get(h) or {}).get("core_share", math.nan) for a in rs) for h in hosts]
+            for (setting, transport), rs in groups.items()]
+    if swept:
+        rank = flow_sections.setting_rank(runs)
+        rows.sort(key=lambda r: rank.index(r[0]) if r[0] in rank else len(rank))
+    section = Section("CPU of the hosts")
+    section.p("CPU time of every process started on a host (its nodes, relays and flows; not the emulator), "
+              "as a share of one core over the run, sampled each second: a host near 100 % × its cores, or "
+              "near its `cpu` limit, is the bottleneck rather than the link. Per process: `metadata.json` → `cpu`.")
+    return section.table((["setting"] if swept else []) + ["transport", "runs"] +
+                         [f"{h} [% of a core]" for h in hosts], rows, digits=1)
 
 
 def _capacity(meta: dict[str, Any]) -> float | None:

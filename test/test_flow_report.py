@@ -67,3 +67,22 @@ def test_explodes_at_marks_the_first_tenfold_median():
     assert flow_sections.explodes_at(pts) == 100.0
     assert flow_sections.explodes_at(pts[:2]) is None
     assert flow_sections.explodes_at(pts[:1]) is None
+
+
+def test_offered_load_and_the_hosts_cpu(swept):
+    with open(swept / "flow_data.csv", newline="") as f:
+        offered = {r["setting"]: float(r["offered [Mbit/s]"]) for r in csv.DictReader(f)}
+    for size in SIZES:
+        assert offered[f"size_bytes={size}"] == pytest.approx(size * 8 / 0.02 / 1e6)
+    with open(swept / "flow_ping.csv", newline="") as f:   # an echo crosses the link twice
+        assert [float(r["offered [Mbit/s]"]) for r in csv.DictReader(f)] == pytest.approx([2 * 64 * 8 / 0.02 / 1e6] * 3)
+    md = (swept / "report.md").read_text()
+    cpu = md.split("## CPU of the hosts", 1)[1].split("\n## ", 1)[0]
+    assert "| setting | transport | runs | operator [% of a core] | robot [% of a core] |" in cpu
+    rows = [line for line in cpu.splitlines() if line.startswith("| size_bytes=")]
+    assert [r.split(" | ")[0] for r in rows] == [f"| size_bytes={s}" for s in SIZES]
+    for run_dir in sorted((swept / "runs").iterdir()):
+        a = analyse_run(run_dir)
+        robot = a.meta["cpu"]["robot"]
+        assert set(robot["processes"]) == {"flow_data_source", "flow_ping_source", "flow_ping_sink"}
+        assert 0 < robot["cpu_seconds"] == pytest.approx(sum(robot["processes"].values()), abs=0.01)

@@ -14,6 +14,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -24,6 +25,9 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     os.setpgid(0, 0)
 
 
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class ManagedProcess:
     name: str
@@ -31,6 +35,8 @@ class ManagedProcess:
     popen: subprocess.Popen
     log_path: Path
     started: float = field(default_factory=time.time)
+    host: str | None = None          # the testbed host it runs on (None: not on a host)
+    cpu_s: float | None = None       # CPU time used, as last sampled (:meth:`sample_cpu`)
 
     @property
     def pid(self) -> int:
@@ -38,6 +44,17 @@ class ManagedProcess:
 
     def poll(self) -> int | None:
         return self.popen.poll()
+
+    def sample_cpu(self) -> float | None:
+        """Read the CPU time (user + system, its threads and waited-for children) the process
+        has used so far into ``cpu_s``; a process already gone keeps its last sample."""
+        if self.popen.returncode is None:
+            try:
+                fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                self.cpu_s = sum(int(f) for f in fields[11:15]) / _CLOCK_TICKS   # utime stime cutime cstime
+            except (OSError, IndexError, ValueError):
+                pass
+        return self.cpu_s
 
 
 class ProcessGroup:
@@ -47,24 +64,50 @@ class ProcessGroup:
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.processes: list[ManagedProcess] = []
+        self._cpu_sampled = 0.0
 
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None,
-              prefix: list[str] | None = None) -> ManagedProcess:
+              prefix: list[str] | None = None, host: str | None = None) -> ManagedProcess:
         """Start ``argv`` (behind ``prefix``, e.g. ``ip netns exec robot``), output to logs/<name>.log."""
         log_path = self.log_dir / f"{name}.log"
         with open(log_path, "ab") as log:
             popen = subprocess.Popen(list(prefix or []) + list(argv), stdin=subprocess.DEVNULL, stdout=log,
                                      stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent,
                                      close_fds=True)
-        proc = ManagedProcess(name, list(argv), popen, log_path)
+        proc = ManagedProcess(name, list(argv), popen, log_path, host=host)
         self.processes.append(proc)
         return proc
+
+    def sample_cpu(self, every: float = 1.0) -> None:
+        """Sample the CPU time of every live process, at most once per ``every`` seconds (the
+        wait loops call it; a process that ends by itself misses at most its last interval)."""
+        now = time.monotonic()
+        if now - self._cpu_sampled >= every:
+            self._cpu_sampled = now
+            for proc in self.processes:
+                proc.sample_cpu()
+
+    def cpu_by_host(self, seconds: float) -> dict[str, dict[str, Any]]:
+        """Per host: the CPU seconds its processes used, that as a share of one core over
+        ``seconds`` of run, and each process's seconds."""
+        out: dict[str, dict[str, Any]] = {}
+        for proc in self.processes:
+            if proc.host is None or proc.cpu_s is None:
+                continue
+            entry = out.setdefault(proc.host, {"cpu_seconds": 0.0, "processes": {}})
+            entry["cpu_seconds"] += proc.cpu_s
+            entry["processes"][proc.name] = round(proc.cpu_s, 3)
+        for entry in out.values():
+            entry["cpu_seconds"] = round(entry["cpu_seconds"], 3)
+            entry["core_share"] = round(entry["cpu_seconds"] / seconds, 4) if seconds > 0 else None
+        return out
 
     def stop(self, proc: ManagedProcess, grace: float = 3.0) -> int | None:
         """Stop one process: SIGINT, then SIGTERM, then SIGKILL. Returns its exit status.
 
         Descendants that left its process group (roslaunch, for one, starts its children
         with setsid) are collected first and killed if they outlive it."""
+        proc.sample_cpu()
         descendants = _descendants(proc.pid)
         for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
             if proc.poll() is not None:

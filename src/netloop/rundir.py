@@ -2,7 +2,9 @@
 
     results/<campaign>/runs/<run-id>/
       metadata.json      format "netloop-run/1": config, cell, git revision, host, ROS,
-                         transport, link, start/end times, status, node exit codes
+                         transport, link, start/end times, status, node exit codes, and
+                         "cpu": per testbed host the CPU seconds its processes used and
+                         that as a share of one core over the run (sampled each second)
       records/*.csv      every loop message sent and received, one file per node
                          (format "netloop-events/1", see include/netloop/event_log.h)
       logs/*.log         stdout/stderr of every process; logs/ros/ holds ROS's own logs

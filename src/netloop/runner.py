@@ -99,7 +99,7 @@ class _Hosts:
         if params:
             master.set_params(params, "/" + name)
         env = rosenv.node_env(master.uri, self.testbed.address(host), self.ros_log)
-        proc = self.group.start(name, argv, env=env, prefix=self.testbed.exec_prefix(host))
+        proc = self.group.start(name, argv, env=env, prefix=self.testbed.exec_prefix(host), host=host)
         self.host_of["/" + name] = host
         self.started.append(proc)
         return proc
@@ -194,6 +194,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             stack.callback(transport.stop)
             meta.update(transport=transport.metadata())  # what actually ran (implementation, stats files)
 
+            nodes_started = time.monotonic()
             finite, connections = _start_flows(hosts, exp, transport, run_dir)
             loop = kind.start(LoopStart(hosts, exp, transport, run_dir))
             ending = loop.ending  # the process whose end ends the run (the plant, the teleop trial)
@@ -204,6 +205,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             connect_deadline = time.monotonic() + 20.0
             while negotiated is None and time.monotonic() < connect_deadline:
                 _check_alive(watched + ([ending] if ending else []))
+                group.sample_cpu()
                 negotiated = negotiated_transports(hosts, connections)
                 time.sleep(0.05)
             meta.update(negotiated_transport=negotiated or {}, node_uris=_node_uris(hosts, connections),
@@ -217,6 +219,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             deadline = time.monotonic() + exp.run_timeout
             while time.monotonic() < min(deadline, end_by):
                 _check_alive([p for p in watched if p not in finite])
+                group.sample_cpu()
                 if ending is not None and ending.poll() is not None:
                     break
                 if ending is None and finite and all(p.poll() is not None for p in finite):
@@ -234,6 +237,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
                 if proc.name.startswith("flow_") and proc.name.endswith(("_source", "_play")):
                     exit_codes[proc.name] = group.stop(proc, grace=5.0)  # it drains ~1 s, then exits
             exit_codes.update(group.stop_all())
+            meta.update(cpu=group.cpu_by_host(time.monotonic() - nodes_started))
             health = testbed.health()
             meta.update(link_health=health)
             status = "complete" if health.get("valid", True) else "invalid"
