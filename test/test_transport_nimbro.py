@@ -38,7 +38,7 @@ def check(cfg, run_dir, min_mdr=0.97):
         a = analyse_loop_run(load_loop_run(run_dir))
         assert a["ok"], a["problems"]
         assert abs(a["step"]["Overshoot"] - a["baseline_step"]["Overshoot"]) < 2.0
-    flows = {f["name"]: analyse_flow(run_dir, f) for f in recorded_flows(run_dir)}
+    flows = {f.name: analyse_flow(run_dir, f) for f in recorded_flows(run_dir)}
     for name, f in flows.items():
         assert f["MDR"] >= min_mdr, (name, f["MDR"])
     return flows
