@@ -56,7 +56,7 @@ def columns(swept: bool, several_subscribers: bool, replicas: bool, measures: st
 
 
 def table_rows(samples: list[FlowSample], swept: bool, several_subscribers: bool, drops: bool,
-               setting_rank: list[str]) -> list[list[Any]]:
+               setting_rank: list[str], transport_order: list[str] | None = None) -> list[list[Any]]:
     """One row per setting × transport × subscriber: medians over the repetitions and replicas
     (drops: their sum)."""
     groups: dict[tuple[str, str, str], list[FlowResult]] = {}
@@ -76,8 +76,12 @@ def table_rows(samples: list[FlowSample], swept: bool, several_subscribers: bool
             med(lambda f: f.delay["p95_ms"]), med(lambda f: f.delay["p99_ms"]), med(lambda f: 100 * f.MDR),
             med(lambda f: f.bandwidth_mbit)] +
             ([total(lambda f: f.subscriber_queue_drops), total(lambda f: f.lost_before_subscriber)] if drops else []))
-    if swept:
-        rows.sort(key=lambda r: setting_rank.index(r[0]) if r[0] in setting_rank else len(setting_rank))
+    transports = list(transport_order or []) + sorted({s.run.transport for s in samples} - set(transport_order or []))
+
+    def rank(items: list[str], item: str) -> int:
+        return items.index(item) if item in items else len(items)
+    col = 1 if swept else 0
+    rows.sort(key=lambda r: (rank(setting_rank, r[0]) if swept else 0, rank(transports, r[col])))
     return rows
 
 
@@ -127,9 +131,11 @@ def setting_rank(runs: list[RunAnalysis]) -> list[str]:
     return sorted(labels, key=lambda k: (degradation.setting_sort_key(labels[k]), k))
 
 
-def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbit: float | None = None) -> list[Section]:
+def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbit: float | None = None,
+             transport_order: list[str] | None = None) -> list[Section]:
     """One section per flow entry of the complete runs; writes ``flow_<entry>.csv`` into
-    ``out_dir`` and the figures into ``fig_dir``."""
+    ``out_dir`` and the figures into ``fig_dir``. Rows in sweep order, then in
+    ``transport_order`` (the experiment's), then by name."""
     rank = setting_rank(runs)
     swept = len({degradation.setting_of(a) for a in runs if a.flows}) > 1
     out = []
@@ -140,7 +146,7 @@ def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbi
         drops = any(s.result.subscriber_queue_drops is not None for s in samples)
         measures = samples[0].result.measures if samples else "one-way"
         header = columns(swept, several, replicas, measures, drops)
-        rows = table_rows(samples, swept, several, drops, rank)
+        rows = table_rows(samples, swept, several, drops, rank, transport_order)
         write_csv(out_dir / f"flow_{entry}.csv", header, rows)
         section = Section(heading(entry, samples))
         if not samples:

@@ -192,7 +192,8 @@ def write_report(path: Path) -> Path:
         except Exception as err:  # keep the rest of the report
             doc.add(Section(f"{kind.name} loop").p(f"This part of the analysis failed: {type(err).__name__}: {err}",
                                                     "problems"))
-    doc.add(*flow_sections.sections(usable, path, fig_dir, _capacity(meta)))
+    doc.add(*flow_sections.sections(usable, path, fig_dir, _capacity(meta),
+                                    order if isinstance(order, list) else None))
     doc.add(cpu_section(usable))
     doc.add(closing(loop_runs, excluded, broken, absent))
     doc.write(path / "report.md", path / "report.html")
