@@ -30,6 +30,12 @@ def test_validate_shipped_experiments():
     assert res.stdout.count(": ok (") == len(list(paths.EXPERIMENTS.glob("*.yaml")))
 
 
+def test_experiments_readme_lists_every_shipped_file():
+    listing = (paths.EXPERIMENTS / "README.md").read_text()
+    shipped = sorted(p.relative_to(paths.EXPERIMENTS).as_posix() for p in paths.EXPERIMENTS.rglob("*.yaml"))
+    assert shipped and [name for name in shipped if f"`{name}`" not in listing] == []
+
+
 def test_bag_synthetic_writes_a_real_bag(tmp_path):
     res = cli("bag", "synthetic", "--out", str(tmp_path / "s.bag"), "--messages", "10")
     assert res.returncode == 0, res.stderr
