@@ -47,6 +47,7 @@ class RecordedFlow:
     flow: Flow
     entry: str
     replica: int | None = None
+    replicas: int = 1
 
 
 def recorded_flows(meta: dict[str, Any]) -> tuple[list[RecordedFlow], list[str]]:
@@ -59,7 +60,7 @@ def recorded_flows(meta: dict[str, Any]) -> tuple[list[RecordedFlow], list[str]]
         spec = RunSpec.from_metadata(doc)
     except ConfigError as err:
         return [], [f"the recorded experiment does not fit the model: {err}"]
-    return [RecordedFlow(one, entry.name, k if entry.replicas > 1 else None)
+    return [RecordedFlow(one, entry.name, k if entry.replicas > 1 else None, entry.replicas)
             for entry in spec.experiment.flows for k, one in enumerate(entry.instances(), 1)], []
 
 
@@ -85,6 +86,7 @@ def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscri
     """The measurements of one receiver of a flow (its record ``records/<record>``)."""
     flow = recorded.flow
     out = FlowResult(flow=flow.name, kind=flow.kind, entry=recorded.entry, replica=recorded.replica,
+                     replicas=recorded.replicas,
                      size_bytes=flow.size_bytes if flow.kind in SIZED_KINDS else None, period_s=flow.period, subscriber=subscriber,
                      measures="round trip" if flow.kind == "echo" else "one-way")
     run = RunDir(run_dir)

@@ -59,11 +59,16 @@ def table_rows(samples: list[FlowSample], swept: bool, several_subscribers: bool
                setting_rank: list[str], transport_order: list[str] | None = None) -> list[list[Any]]:
     """One row per setting × transport × subscriber: medians over the repetitions and replicas
     (drops: their sum)."""
-    groups: dict[tuple[str, str, str], list[FlowResult]] = {}
+    groups: dict[tuple[str, str, str], list[FlowSample]] = {}
     for s in samples:
-        groups.setdefault((s.setting, s.run.transport, s.result.subscriber or ""), []).append(s.result)
+        groups.setdefault((s.setting, s.run.transport, s.result.subscriber or ""), []).append(s)
     rows = []
-    for (setting, transport, subscriber), fl in groups.items():
+    for (setting, transport, subscriber), group in groups.items():
+        fl = [s.result for s in group]
+        per_run: dict[str, float] = {}   # BW: the row's replicas together, per run
+        for s in group:
+            per_run[s.run.run_id] = per_run.get(s.run.run_id, 0.0) + s.result.bandwidth_mbit
+
         def med(get):
             return median_of(get(f) for f in fl)
 
@@ -74,7 +79,7 @@ def table_rows(samples: list[FlowSample], swept: bool, several_subscribers: bool
             len(fl), offered_mbit(fl), med(lambda f: f.period["mean_ms"]), med(lambda f: f.period["std_ms"]),
             med(lambda f: f.delay["mean_ms"]), med(lambda f: f.delay["std_ms"]), med(lambda f: f.delay["p50_ms"]),
             med(lambda f: f.delay["p95_ms"]), med(lambda f: f.delay["p99_ms"]), med(lambda f: 100 * f.MDR),
-            med(lambda f: f.bandwidth_mbit)] +
+            median_of(per_run.values())] +
             ([total(lambda f: f.subscriber_queue_drops), total(lambda f: f.lost_before_subscriber)] if drops else []))
     transports = list(transport_order or []) + sorted({s.run.transport for s in samples} - set(transport_order or []))
 
@@ -118,9 +123,11 @@ def heading(entry: str, samples: list[FlowSample]) -> str:
     if periods:
         parts.append(("periods " + ", ".join(f"{1e3 * p:g}" for p in periods) + " ms (swept)") if len(periods) > 1
                      else f"every {1e3 * periods[0]:g} ms")
-    replicas = {s.result.flow for s in samples if s.result.replica}
-    if replicas:
-        parts.append(f"{len(replicas)} replicas")
+    counts = _values(samples, "replicas")
+    if len(counts) > 1:
+        parts.append(", ".join(str(n) for n in counts) + " replicas (swept)")
+    elif counts and counts[0] > 1:
+        parts.append(f"{counts[0]} replicas")
     if first.measures == "round trip":
         parts.append("round trip through an echoer")
     return f"Flow `{entry}` ({', '.join(parts)})"
@@ -174,14 +181,14 @@ def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbi
 
 
 def swept_axis(samples: list[FlowSample]) -> str | None:
-    """The one flow parameter the samples vary ("size_bytes" or "period_s"), else None."""
-    varied = [attr for attr in ("size_bytes", "period_s") if len(_values(samples, attr)) > 1]
+    """The one flow parameter the samples vary ("size_bytes", "period_s" or "replicas"), else None."""
+    varied = [attr for attr in ("size_bytes", "period_s", "replicas") if len(_values(samples, attr)) > 1]
     return varied[0] if len(varied) == 1 else None
 
 
 def scaling_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
                    capacity_mbit: float | None) -> tuple[Path, str] | None:
-    """Where the flow's size or period was swept: the delay (median, p5–p95 band) against the
+    """Where the flow's size, period or replica count was swept: the delay (median, p5–p95 band) against the
     swept value per transport on log axes, the link's air time of one message (size over
     capacity) and the value where the delay explodes (10 × its value at the lightest load)."""
     axis = swept_axis(samples)
@@ -196,7 +203,7 @@ def scaling_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
                                      if s.run.transport == transport and getattr(s.result, axis) == value] or [[]])
             if delays.size:
                 p5, p50, p95 = np.percentile(delays, [5, 50, 95])
-                x = value if axis == "size_bytes" else 1.0 / value
+                x = 1.0 / value if axis == "period_s" else value
                 points.append((float(x), float(p50), float(p5), float(p95)))
         if points:
             curves[transport] = sorted(points)
@@ -208,9 +215,13 @@ def scaling_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
         if axis == "size_bytes":
             theory = ("one message's air time at the link capacity (size / capacity)",
                       lambda x: 8 * x / (capacity_mbit * 1e3))
-        elif size:
+        elif axis == "period_s" and size:
             theory = ("link saturated: size × rate = capacity", capacity_mbit * 1e6 / (8 * size[0]))
-    xlabel = "message size [bytes]" if axis == "size_bytes" else "rate [Hz]"
+        elif axis == "replicas" and size and len(_values(samples, "period_s")) == 1:
+            per_pair = 8 * size[0] / _values(samples, "period_s")[0] / 1e6
+            theory = ("link saturated: N × size × rate = capacity", capacity_mbit / per_pair)
+    xlabel = {"size_bytes": "message size [bytes]", "period_s": "rate [Hz]",
+              "replicas": "node pairs N (replicas)"}[axis]
     path = fig_dir / f"flow_{entry}_scaling.png"
     knees = {transport: explodes_at(points) for transport, points in curves.items()}
     plots.scaling_curves(curves, path, xlabel=xlabel, ylabel=f"{word} [ms]",

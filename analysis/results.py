@@ -120,6 +120,7 @@ class FlowResult(Result):
     kind: str
     entry: str = ""                                 # the experiment's flow entry (flow without replicas)
     replica: int | None = optional()                # k of replica <entry>_<k>, None without replicas
+    replicas: int = 1                               # how many replicas of the entry the run had
     size_bytes: int | None = optional()             # bytes per message as configured (flows.message_bytes)
     period_s: float | None = optional()             # the configured period
     subscriber: str | None = optional()            # "#k on <host>" when the flow has several

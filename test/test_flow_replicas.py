@@ -2,10 +2,13 @@
 the same two hosts, each on its own topic and recorded on its own; sweepable like any key."""
 from __future__ import annotations
 
+import csv
+
 import pytest
 from campaign_helpers import run_campaign
 
 from netloop.analysis.flow_run import analyse_flow
+from netloop.analysis.report import write_report
 from netloop.experiment import RunSpec, expand, for_cell, validate_experiment
 from netloop.rundir import read_metadata
 from netloop.schema import ConfigError
@@ -36,3 +39,22 @@ def test_three_node_pairs_each_deliver_their_own_topic(tmp_path):
     for flow in RunSpec.from_metadata(meta["experiment"]).experiment.flow_instances:
         f = analyse_flow(run, flow)
         assert f["ok"] and f["sent"] == 150 and f["MDR"] == 1.0, f
+
+
+def test_swept_node_pairs_in_the_report(tmp_path):
+    """A sweep over N: one row per N pooling its pairs, the offered load and the bandwidth of
+    the N pairs together, the heading naming every N, and the delay against N."""
+    _, out = run_campaign(tmp_path, {"transport": "tcp_nodelay", "loop": {"type": "none"},
+                                     "sweep": {"flows[0].replicas": [1, 3]},
+                                     "flows": [{"name": "pair", "size_bytes": 4096, "period": 0.01, "count": 100,
+                                                "start_delay": 0.5}]}, "vertical")
+    assert write_report(out) == out / "report.html"
+    md = (out / "report.md").read_text()
+    assert "## Flow `pair` (generic, 4096 bytes per message, every 10 ms, 1, 3 replicas (swept))" in md
+    assert "figures/flow_pair_scaling.png" in md and "against the swept node pairs N" in md
+    with open(out / "flow_pair.csv", newline="") as f:
+        rows = {r["setting"]: r for r in csv.DictReader(f)}
+    one, three = rows["replicas=1"], rows["replicas=3"]
+    assert (one["runs × replicas"], three["runs × replicas"]) == ("1", "3")
+    assert float(three["offered [Mbit/s]"]) == pytest.approx(3 * float(one["offered [Mbit/s]"]))
+    assert float(three["BW [Mbit/s]"]) == pytest.approx(3 * float(one["BW [Mbit/s]"]), rel=0.05)
