@@ -86,7 +86,7 @@ def test_bad_wifi_parameters_refused_before_anything_starts(nothing_left_behind)
         ({"phy_rate": "OfdmRate54Mbps"}, "phy_rate", ["not a rate of 802.11n", "HtMcs0", "HtMcs7"]),
         ({"standard": "802.11g"}, "phy_rate", ["ErpOfdmRate6Mbps", "ErpOfdmRate54Mbps"]),
         ({"mode": "mesh"}, "mode", ["allowed: adhoc, ap"]),
-        ({"rate_manager": "minstrel"}, "rate_manager", ["allowed: constant, ideal"]),
+        ({"rate_manager": "aarf"}, "rate_manager", ["allowed: constant, ideal, minstrel"]),
         ({"max_range_m": 5}, "max_range_m", ["could not hear the access point"]),
     ]:
         with pytest.raises(ConfigError) as err:
@@ -97,7 +97,7 @@ def test_bad_wifi_parameters_refused_before_anything_starts(nothing_left_behind)
     assert set(util.netns_list()) == before and not nothing_left_behind
     # The ns-3 program refuses what it does not know too, before creating any tap.
     for arg, words in [("--mode=mesh", "allowed adhoc, ap"), ("--standard=80211ac", "allowed 80211a"),
-                       ("--manager=aarf", "allowed constant, ideal")]:
+                       ("--manager=aarf", "allowed constant, ideal, minstrel")]:
         out = subprocess.run([str(wifi_binary()), "--taps=a,b", "--ips=10.0.0.1,10.0.0.2", arg],
                              capture_output=True, text=True, timeout=20)
         assert out.returncode == 2 and words in out.stderr, out.stderr

@@ -7,6 +7,7 @@
     netloop bag synthetic --out F.bag                          a LaserScan bag for the LIDAR flow
     netloop bag lidar --world W --out F.bag                    record one from the simulated car
     netloop bench [--out DIR]                                  latency and throughput benchmarks
+    netloop calibrate PROFILE [--results DIR]                  published vs netloop (Pound Tables I-II)
 """
 from __future__ import annotations
 
@@ -136,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .testbed.command import register as register_testbed
     register_testbed(sub)
+
+    from .calibrate import register as register_calibrate
+    register_calibrate(sub)
 
     bag = sub.add_parser("bag", help="make LaserScan bags for the LIDAR flow")
     bag_sub = bag.add_subparsers(dest="bag_command", required=True)

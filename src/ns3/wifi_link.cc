@@ -118,6 +118,17 @@ struct NodeCounters
     uint64_t phyTxDrop = 0;
     uint64_t phyRxDrop = 0;
     uint64_t dataMpduTx = 0;
+    uint64_t corrupted = 0;         // data frames dropped by the configured frame error rate
+    // MAC (device) queue: length sampled at every lag probe, and seen by arriving packets
+    uint64_t qSamples = 0;          // interval
+    uint64_t qSum = 0;              // interval
+    uint32_t qMax = 0;              // interval
+    uint32_t qMaxTotal = 0;
+    uint64_t arrivals = 0;          // total
+    uint64_t aheadSum = 0;          // total: frames already queued when a packet arrived
+    uint64_t smallArrivals = 0;     // total, packets of at most g_smallBytes
+    uint64_t smallAheadSum = 0;
+    uint32_t smallAheadMax = 0;
 };
 
 struct LagStats
@@ -140,6 +151,98 @@ Time g_statsInterval;
 Time g_warmup;
 double g_lagBoundMs = 5.0;
 std::vector<std::string> g_taps;
+std::vector<Ptr<WifiMacQueue>> g_queues; // one per device (the non-QoS DCF queue)
+uint32_t g_smallBytes = 1200;            // "small" packets (e.g. a 1 KB laser message)
+
+/// Drops received data frames (MPDUs); control frames (ACK, RTS, CTS) and management
+/// frames pass. Installed as the PHY's post-reception error model, so each lost data frame
+/// costs one MAC retry (up to the retry limit). burst = 1: each frame is lost independently
+/// with probability `rate`; burst > 1: a two-state (Gilbert-Elliott) channel whose bad state
+/// loses every frame and lasts `burst` frames on average, entered so that the long-run
+/// fraction of lost frames is still `rate`.
+class DataFrameErrorModel : public ErrorModel
+{
+  public:
+    DataFrameErrorModel(double rate, double burst, uint32_t node)
+        : m_rate(rate),
+          m_node(node),
+          m_rv(CreateObject<UniformRandomVariable>())
+    {
+        if (burst > 1)
+        {
+            m_leaveBad = 1.0 / burst;
+            m_enterBad = rate / (1.0 - rate) * m_leaveBad;
+        }
+    }
+
+  private:
+    bool DoCorrupt(Ptr<Packet> p) override;
+    void DoReset() override
+    {
+    }
+
+    double m_rate;
+    uint32_t m_node;
+    Ptr<UniformRandomVariable> m_rv;
+    double m_enterBad = -1; // < 0: independent losses
+    double m_leaveBad = 0;
+    bool m_bad = false;
+};
+
+bool
+DataFrameErrorModel::DoCorrupt(Ptr<Packet> p)
+{
+    WifiMacHeader hdr;
+    if (p->PeekHeader(hdr) == 0 || !hdr.IsData())
+    {
+        return false;
+    }
+    bool lost;
+    if (m_enterBad < 0)
+    {
+        lost = m_rv->GetValue() < m_rate;
+    }
+    else
+    {
+        m_bad = m_bad ? m_rv->GetValue() >= m_leaveBad : m_rv->GetValue() < m_enterBad;
+        lost = m_bad;
+    }
+    if (lost)
+    {
+        g_nodes[m_node].corrupted++;
+    }
+    return lost;
+}
+
+void
+CountEnqueue(uint32_t i, Ptr<const WifiMpdu> mpdu)
+{
+    NodeCounters& c = g_nodes[i];
+    uint32_t ahead = g_queues[i]->GetNPackets();
+    ahead = ahead ? ahead - 1 : 0;
+    c.arrivals++;
+    c.aheadSum += ahead;
+    if (mpdu->GetPacketSize() <= g_smallBytes)
+    {
+        c.smallArrivals++;
+        c.smallAheadSum += ahead;
+        c.smallAheadMax = std::max(c.smallAheadMax, ahead);
+    }
+}
+
+void
+SampleQueues()
+{
+    for (size_t i = 0; i < g_queues.size(); ++i)
+    {
+        uint32_t n = g_queues[i]->GetNPackets();
+        NodeCounters& c = g_nodes[i];
+        c.qSamples++;
+        c.qSum += n;
+        c.qMax = std::max(c.qMax, n);
+        c.qMaxTotal = std::max(c.qMaxTotal, n);
+    }
+}
 
 void
 CountMacTx(uint32_t i, Ptr<const Packet>)
@@ -239,12 +342,25 @@ WriteLine(const char* type)
         os << (i ? "," : "") << "{\"mac_tx\":" << c.macTx << ",\"mac_rx\":" << c.macRx
            << ",\"queue_drop\":" << c.queueDrop << ",\"retries\":" << c.retries
            << ",\"final_fail\":" << c.finalFail << ",\"phy_tx_drop\":" << c.phyTxDrop
-           << ",\"phy_rx_drop\":" << c.phyRxDrop << ",\"data_mpdu_tx\":" << c.dataMpduTx << "}";
+           << ",\"phy_rx_drop\":" << c.phyRxDrop << ",\"data_mpdu_tx\":" << c.dataMpduTx
+           << ",\"fer_drops\":" << c.corrupted << ",\"mac_queue_mean\":"
+           << (c.qSamples ? double(c.qSum) / c.qSamples : 0.0) << ",\"mac_queue_max\":" << c.qMax
+           << ",\"mac_queue_max_total\":" << c.qMaxTotal << ",\"mac_queue_arrivals\":" << c.arrivals
+           << ",\"mac_queue_ahead_mean\":" << (c.arrivals ? double(c.aheadSum) / c.arrivals : 0.0)
+           << ",\"small_arrivals\":" << c.smallArrivals << ",\"small_ahead_mean\":"
+           << (c.smallArrivals ? double(c.smallAheadSum) / c.smallArrivals : 0.0)
+           << ",\"small_ahead_max\":" << c.smallAheadMax << "}";
     }
     os << "]}\n";
     std::string line = os.str();
     fputs(line.c_str(), g_stats);
     fflush(g_stats);
+    for (NodeCounters& c : g_nodes)
+    {
+        c.qSamples = 0;
+        c.qSum = 0;
+        c.qMax = 0;
+    }
     g_lag.intervalMax = 0;
     g_lag.intervalSum = 0;
     g_lag.intervalCount = 0;
@@ -275,6 +391,7 @@ LagProbe()
         {
             g_lag.late++;
         }
+        SampleQueues();
     }
     Simulator::Schedule(g_probe, &LagProbe);
 }
@@ -403,6 +520,9 @@ main(int argc, char* argv[])
     std::string standardName = "80211a";
     std::string mode = "adhoc";
     std::string manager = "constant";
+    double frameErrorRate = 0.0;
+    double errorBurst = 1.0;
+    uint32_t retryLimit = 7;
 
     CommandLine cmd(__FILE__);
     cmd.Usage("Real-time 802.11a/g/n channel between Linux tap devices (see the file header).");
@@ -411,7 +531,15 @@ main(int argc, char* argv[])
     cmd.AddValue("netmask", "IPv4 netmask of the taps", netmask);
     cmd.AddValue("standard", "80211a, 80211g or 80211n (2.4 GHz, 20 MHz)", standardName);
     cmd.AddValue("mode", "adhoc (stations talk directly) or ap (stations of an access point)", mode);
-    cmd.AddValue("manager", "constant (fixed --rate) or ideal (IdealWifiManager)", manager);
+    cmd.AddValue("manager", "constant (fixed --rate), ideal (IdealWifiManager) or minstrel "
+                 "(MinstrelWifiManager; MinstrelHtWifiManager for 80211n)", manager);
+    cmd.AddValue("frame-error-rate", "probability that a received data frame is lost (0..1); "
+                 "control frames are not", frameErrorRate);
+    cmd.AddValue("error-burst", "mean length in frames of a run of lost data frames (1 = "
+                 "independent losses)", errorBurst);
+    cmd.AddValue("retry-limit", "802.11 retry limit (MaxSsrc and MaxSlrc)", retryLimit);
+    cmd.AddValue("small-bytes", "packets up to this size count as small in the queue stats",
+                 g_smallBytes);
     cmd.AddValue("rate", "fixed data mode of --manager constant (e.g. OfdmRate6Mbps, "
                  "ErpOfdmRate54Mbps, HtMcs7)", rate);
     cmd.AddValue("distance", "metres between neighbouring nodes on the line", distance);
@@ -452,9 +580,17 @@ main(int argc, char* argv[])
         std::fprintf(stderr, "netloop_wifi_link: --mode %s: allowed adhoc, ap\n", mode.c_str());
         return 2;
     }
-    if (manager != "constant" && manager != "ideal")
+    if (manager != "constant" && manager != "ideal" && manager != "minstrel")
     {
-        std::fprintf(stderr, "netloop_wifi_link: --manager %s: allowed constant, ideal\n", manager.c_str());
+        std::fprintf(stderr, "netloop_wifi_link: --manager %s: allowed constant, ideal, minstrel\n",
+                     manager.c_str());
+        return 2;
+    }
+    if (frameErrorRate < 0 || frameErrorRate >= 1 || retryLimit < 1 || retryLimit > 255 ||
+        errorBurst < 1)
+    {
+        std::fprintf(stderr, "netloop_wifi_link: need 0 <= --frame-error-rate < 1, "
+                     "--error-burst >= 1 and 1 <= --retry-limit <= 255\n");
         return 2;
     }
     const bool infrastructure = mode == "ap";
@@ -487,6 +623,8 @@ main(int argc, char* argv[])
                        QueueSizeValue(QueueSize(std::to_string(queuePackets) + "p")));
     Config::SetDefault("ns3::WifiRemoteStationManager::RtsCtsThreshold",
                        UintegerValue(rtsThreshold));
+    Config::SetDefault("ns3::WifiRemoteStationManager::MaxSsrc", UintegerValue(retryLimit));
+    Config::SetDefault("ns3::WifiRemoteStationManager::MaxSlrc", UintegerValue(retryLimit));
 
     uint32_t n = g_taps.size();
     g_nodes.resize(n + (infrastructure ? 1 : 0));
@@ -508,9 +646,15 @@ main(int argc, char* argv[])
                                      "ControlMode",
                                      StringValue(choice.controlMode));
     }
-    else
+    else if (manager == "ideal")
     {
         wifi.SetRemoteStationManager("ns3::IdealWifiManager");
+    }
+    else
+    {
+        wifi.SetRemoteStationManager(choice.standard == WIFI_STANDARD_80211n
+                                         ? "ns3::MinstrelHtWifiManager"
+                                         : "ns3::MinstrelWifiManager");
     }
 
     YansWifiChannelHelper channel;
@@ -583,6 +727,16 @@ main(int argc, char* argv[])
                                                   MakeBoundCallback(&CountPhyRxDrop, i));
         dev->GetPhy()->TraceConnectWithoutContext("PhyTxPsduBegin",
                                                   MakeBoundCallback(&CountDataMpdus, i));
+        Ptr<WifiMacQueue> queue = dev->GetMac()->GetTxop()
+                                      ? dev->GetMac()->GetTxop()->GetWifiMacQueue()
+                                      : dev->GetMac()->GetTxopQueue(AC_BE);
+        g_queues.push_back(queue);
+        queue->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&CountEnqueue, i));
+        if (frameErrorRate > 0)
+        {
+            dev->GetPhy()->SetPostReceptionErrorModel(
+                CreateObject<DataFrameErrorModel>(frameErrorRate, errorBurst, i));
+        }
     }
 
     TapBridgeHelper bridge;

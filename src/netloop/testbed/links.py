@@ -356,7 +356,64 @@ class Ns3WifiLink(TapLink):
             f"--seed={p['seed']}", f"--stats={self.stats_path}",
             f"--stats-interval={p['stats_interval_s']}", f"--probe-ms={p['probe_interval_ms']}",
             f"--lag-bound={p['lag_bound_ms']}",
+            f"--frame-error-rate={p['frame_error_rate']}", f"--error-burst={p['error_burst']}",
+            f"--retry-limit={p['retry_limit']}",
         ]
+
+    def shaper(self) -> dict | None:
+        """The htb shaper on every host's net0 (``qdisc_rate_fraction`` > 0), or None.
+
+        802.11a at a fixed rate r Mbit/s: a data frame of L bytes (as the tap counts it:
+        Ethernet header + IP) occupies the air for DIFS (34 us) + the mean backoff
+        (CWmin 15: 7.5 slots of 9 us) + preamble and SIGNAL (20 us) + the MPDU (L + 22
+        bytes: 24 MAC header + 8 LLC/SNAP + 4 FCS - 14 Ethernet) with 22 service/tail bits in
+        4 us symbols of 4r bits + SIFS (16 us) + the ACK (44 us at 6 Mbit/s). That is
+        (L + overhead) * 8 / r with overhead = 181.5 us * r / 8 + 22 + 22/8 bytes (161 at 6
+        Mbit/s), so htb at ``fraction`` x r with that overhead keeps the device queue short
+        whenever the air is not busier than one uncontended sender. With a frame error rate
+        p a frame needs 1/(1-p) transmissions on average, so the rate is also scaled by 1-p."""
+        p = self.profile
+        frac = p["qdisc_rate_fraction"]
+        if not frac:
+            return None
+        mbit = float(p["phy_rate"].replace("OfdmRate", "").replace("Mbps", "").replace("_", "."))
+        overhead = int(round(181.5 * mbit / 8 + 22 + 22 / 8))
+        crossings = 2 if (p["hops"] == 2 or p["mode"] == "ap") else 1
+        kbit = int(round(frac * mbit * 1000 * (1 - p["frame_error_rate"]) / crossings))
+        return {"rate_kbit": kbit, "overhead_bytes": overhead, "limit_packets":
+                p["qdisc_limit_packets"], "air_crossings": crossings}
+
+    def configure_host(self, host: str, iface: str, mtu: int, routes: list[str] = ()) -> None:
+        super().configure_host(host, iface, mtu, routes)
+        ns = self.ctx.netns[host]
+        sysctls = {}
+        if self.profile["tcp_congestion_control"] != "inherit":
+            sysctls["net.ipv4.tcp_congestion_control"] = self.profile["tcp_congestion_control"]
+        if sysctls:
+            try:
+                util.sysctl(ns, sysctls)
+            except TestbedError as err:
+                if "tcp_congestion_control" not in str(err):
+                    raise
+                raise TestbedError(
+                    f"tcp_congestion_control: {self.profile['tcp_congestion_control']} cannot be "
+                    "set inside a namespace on this machine (only the algorithms in the root "
+                    "namespace's net.ipv4.tcp_allowed_congestion_control can); use one of those, "
+                    f"or inherit ({err})") from None
+        if self.profile["gso_max_segs"]:
+            util.ip_batch([f"link set dev {IFACE} gso_max_segs {self.profile['gso_max_segs']}"], ns)
+        sh = self.shaper()
+        if sh is None:
+            return
+        rate = f"{sh['rate_kbit']}kbit"
+        burst = str(mtu + 14 + sh["overhead_bytes"])
+        for c in (["qdisc", "replace", "dev", IFACE, "root", "handle", "1:", "htb", "default", "1"],
+                  ["class", "add", "dev", IFACE, "parent", "1:", "classid", "1:1", "htb",
+                   "rate", rate, "ceil", rate, "burst", burst, "cburst", burst,
+                   "overhead", str(sh["overhead_bytes"]), "quantum", str(mtu + 14)],
+                  ["qdisc", "add", "dev", IFACE, "parent", "1:1", "handle", "10:", "pfifo",
+                   "limit", str(sh["limit_packets"])]):
+            util.run(["tc", "-n", ns] + c)
 
     def positions(self) -> dict[str, float]:
         """Metres along the line: neighbours ``distance_m`` apart; in ap mode the access point
@@ -386,8 +443,9 @@ class Ns3WifiLink(TapLink):
             "simulator": "ns-3 3.37 RealtimeSimulatorImpl (best effort), ChecksumEnabled",
             "standard": f"IEEE {p['standard']} "
                         + ("infrastructure (access point in ns-3)" if p["mode"] == "ap" else "ad-hoc")
-                        + (", ConstantRateWifiManager" if p["rate_manager"] == "constant"
-                           else ", IdealWifiManager"),
+                        + {"constant": ", ConstantRateWifiManager", "ideal": ", IdealWifiManager",
+                           "minstrel": ", MinstrelWifiManager" if p["standard"] != "802.11n"
+                           else ", MinstrelHtWifiManager"}[p["rate_manager"]],
             "mode": p["mode"], "phy_rate": p["phy_rate"] if p["rate_manager"] == "constant" else None,
             "channel": "YANS, LogDistance" + (f" + Range {p['max_range_m']:g} m"
                                               if p["max_range_m"] else ""),
@@ -396,6 +454,11 @@ class Ns3WifiLink(TapLink):
                         if p["hops"] == 2 else "the access point's MAC forwards between its stations"
                         if p["mode"] == "ap" else "direct"),
             "binary": self._binary_or_none(),
+            "kernel_shaper": self.shaper(),
+            "tcp_congestion_control": p["tcp_congestion_control"],
+            "gso_max_segs": p["gso_max_segs"] or None,
+            "frame_error_rate": p["frame_error_rate"], "error_burst": p["error_burst"],
+            "retry_limit": p["retry_limit"],
             "macs": dict(zip(self.hosts, (self.ready_info or {}).get("macs", []))),
         })
         return out

@@ -88,6 +88,11 @@ def _wifi_check(cfg: dict, key: str) -> None:
     elif r and r <= d:
         raise ConfigError("max_range_m", f"{r:g} m is not above distance_m={d:g}: robot and "
                           "operator could not hear each other (0 = unlimited)")
+    if cfg["qdisc_rate_fraction"] and (cfg["standard"] != "802.11a"
+                                       or cfg["rate_manager"] != "constant"):
+        raise ConfigError("qdisc_rate_fraction", "the air-time shaper is calibrated only for "
+                          "standard 802.11a with rate_manager constant (its per-frame air time "
+                          f"is known); set it to 0 for {cfg['standard']} / {cfg['rate_manager']}")
 
 
 SCHEMAS["ns3_wifi"] = Map({
@@ -101,9 +106,10 @@ SCHEMAS["ns3_wifi"] = Map({
                  doc="adhoc: robot and operator talk directly; ap: both are stations of an access "
                      "point in the middle, which forwards every frame (it crosses the air twice)",
                  what="Wi-Fi mode"),
-    "rate_manager": Enum(["constant", "ideal"], default="constant",
+    "rate_manager": Enum(["constant", "ideal", "minstrel"], default="constant",
                          doc="constant: every data frame at phy_rate; ideal: ns-3's IdealWifiManager "
-                             "picks the best rate for the signal-to-noise ratio",
+                             "picks the best rate for the signal-to-noise ratio; minstrel: ns-3's "
+                             "Minstrel (MinstrelHt for 802.11n) learns it from frame losses",
                          what="rate manager"),
     "phy_rate": Enum(sorted(set().union(*WIFI_RATES.values())), default="OfdmRate6Mbps",
                      doc="fixed data rate (rate_manager constant), one of the standard's: "
@@ -117,7 +123,43 @@ SCHEMAS["ns3_wifi"] = Map({
     "tx_power_dbm": Num(default=16.0206, ge=-20, le=40, doc="transmit power, dBm"),
     "rts_threshold": Int(default=65535, ge=0, le=65535,
                          doc="RTS/CTS for frames above this many bytes (65535 = off)"),
-    "queue_packets": Int(default=500, ge=1, le=100000, doc="Wi-Fi MAC queue size, packets"),
+    "queue_packets": Int(default=500, ge=1, le=100000,
+                         doc="Wi-Fi MAC (device) queue size inside ns-3, packets; tail drop"),
+    "qdisc_rate_fraction": Num(default=0.0, ge=0, le=1.5,
+                               doc="0: none; otherwise an htb qdisc on every host's net0 sends at "
+                                   "this fraction of the air's one-sender capacity (per-frame "
+                                   "air time counted through htb's overhead), so the backlog "
+                                   "waits in the kernel (TCP Small Queues apply) and ns-3's MAC "
+                                   "queue holds a few frames, as on a Linux Wi-Fi NIC; halved "
+                                   "per sender on 2-hop and ap links (every frame crosses the "
+                                   "air twice)"),
+    "qdisc_limit_packets": Int(default=1000, ge=1, le=100000,
+                               doc="packets the shaper's FIFO holds (like txqueuelen) before "
+                                   "tail drop"),
+    "tcp_congestion_control": Enum(["inherit", "cubic", "reno", "bbr"], default="inherit",
+                                   doc="TCP congestion control of the hosts' namespaces "
+                                       "(net.ipv4.tcp_congestion_control); inherit: the "
+                                       "machine's. Linux's default, and the Pound paper's, is "
+                                       "cubic; BBR paces at its bandwidth estimate, which "
+                                       "changes how much TCP Small Queues let into the qdisc",
+                                   what="TCP congestion control"),
+    "gso_max_segs": Int(default=0, ge=0, le=65535,
+                        doc="0: the kernel's; otherwise the most TCP segments one packet (GSO "
+                            "skb) on the hosts' net0 may carry. 1 makes every packet in the qdisc "
+                            "one Wi-Fi frame, so TCP Small Queues (two packets per socket) hold a "
+                            "bulk TCP flow to two frames below the socket, as on a Wi-Fi NIC "
+                            "(no TSO)"),
+    "frame_error_rate": Num(default=0.0, ge=0, lt=1,
+                            doc="probability that a data frame is lost on the air (each loss "
+                                "costs a MAC retry); ACKs and other control frames are not"),
+    "error_burst": Num(default=1.0, ge=1, le=1000,
+                       doc="mean length, in data frames, of a run of lost frames (1: each frame "
+                           "lost independently; above 1: a two-state Gilbert-Elliott channel "
+                           "with the same long-run frame_error_rate, whose bursts can outlast "
+                           "the retries)"),
+    "retry_limit": Int(default=7, ge=1, le=255,
+                       doc="802.11 retry limit: transmissions of a data frame before the MAC "
+                           "drops it (ns-3 MaxSsrc/MaxSlrc)"),
     "seed": Int(default=1, ge=1, doc="ns-3 random seed"),
     "lag_bound_ms": _LAG,
     "lag_late_fraction": _LATE,

@@ -1,0 +1,144 @@
+"""Where a small message waits on the emulated Wi-Fi, and the channel's impairments, on real
+namespaces, taps, qdiscs and ns-3 (root only; about a minute and a half).
+
+The mechanism, not a number: on ``wifi6`` (htb shaper in the host below the air's rate, one
+frame per packet, loss-based TCP, a small ns-3 device queue) a bulk TCP flow leaves only a
+couple of frames in front of a small TCP_NODELAY message, so its delay stays within a few air
+times of its unperturbed delay, while a 64 KB message sent as a burst of UDP datagrams puts
+its ~47 datagrams in the qdisc's FIFO ahead of the small one. A configured frame error rate
+costs that fraction of the data frames a MAC retry; the retry limit bounds the attempts.
+Timing is asserted only when ns-3 kept real time (otherwise measured once more, then xfail)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from netloop.schema import ConfigError
+from netloop.testbed import Testbed, load_profile
+from netloop.testbed import bench, holprobe
+import test_testbed
+from test_testbed import _assert_gone
+
+nothing_left_behind = test_testbed.nothing_left_behind
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the testbed creates network namespaces"),
+]
+
+#: air time of one 1500-byte data frame at 6 Mbit/s with its ACK, DIFS and mean backoff
+AIR_MS = 2.23
+
+
+def _case(tb, transport: str, bulk: bool, seconds: float = 8.0) -> dict:
+    for _ in range(2):
+        r = holprobe.run_case(tb, transport, bulk=bulk, seconds=seconds)
+        if r["health"]["valid"]:
+            return r
+    pytest.xfail(f"ns-3 lagged real time twice: {r['health']['reason']}")
+
+
+@pytest.mark.timeout(240)
+def test_small_nodelay_message_waits_a_few_air_times_beside_bulk_tcp_but_not_beside_udp_bursts(
+        tmp_path):
+    with Testbed(load_profile("wifi6"), log_dir=tmp_path) as tb:
+        alone = _case(tb, "tcp_nodelay", bulk=False, seconds=5)
+        nod = _case(tb, "tcp_nodelay", bulk=True)
+        udp = _case(tb, "udp", bulk=True)
+    _assert_gone(tb)
+    base = alone["receiver"]["small"]["median"]
+    assert base < 3 * AIR_MS, alone["receiver"]["small"]
+    d_nod = nod["receiver"]["small"]["median"]
+    d_udp = udp["receiver"]["small"]["median"]
+    # both flows delivered in full
+    assert nod["receiver"]["small"]["n"] >= 395 and udp["receiver"]["small"]["n"] >= 395
+    assert nod["receiver"]["bulk"]["n"] >= 50 and udp["receiver"]["bulk"]["n"] >= 50
+    # TCP_NODELAY: within a few air times of unperturbed ...
+    assert d_nod < base + 6 * AIR_MS, (base, nod["receiver"]["small"], nod.get("stages_ms"))
+    # ... because TCP Small Queues keep the image in its socket (not yet sent) and the qdisc
+    # and the device queue hold only a few frames in front of the small message
+    assert nod["sender"]["bulk_notsent_at_small_send"]["mean"] > 8000, nod["sender"]
+    assert nod["qdisc_backlog_packets"]["mean"] < 5, nod["qdisc_backlog_packets"]
+    assert nod["mac_queue"]["small_ahead_mean"] < 3, nod["mac_queue"]
+    # UDP bursts: the 64 KB message's datagrams sit in the qdisc ahead of the small one
+    assert d_udp > base + 8 * AIR_MS and d_udp > 2 * d_nod, (d_udp, d_nod, base)
+    assert udp["qdisc_backlog_packets"]["max"] >= 20, udp["qdisc_backlog_packets"]
+    assert udp["qdisc_backlog_packets"]["mean"] > 2 * nod["qdisc_backlog_packets"]["mean"]
+
+
+@pytest.mark.timeout(120)
+def test_frame_error_rate_costs_that_fraction_of_data_frames_a_retry(tmp_path):
+    rate = 0.1
+    with Testbed(load_profile("wifi6", {"frame_error_rate": rate}), log_dir=tmp_path) as tb:
+        r = bench.rtt(tb, count=600, interval=0.004, wait=1.5)
+        meta = tb.metadata()["link"]
+        assert meta["frame_error_rate"] == rate and meta["retry_limit"] == 7
+        # the shaper slows down with the losses: 0.9 x 6 Mbit/s x (1 - 0.1)
+        assert meta["kernel_shaper"]["rate_kbit"] == 4860
+    assert r["loss"] == 0, r   # 7 attempts: a frame is lost only with probability 1e-7
+    nodes = tb.metadata()["link"]["final_stats"]["nodes"]
+    tx = sum(n["data_mpdu_tx"] for n in nodes)
+    retries = sum(n["retries"] for n in nodes)
+    assert tx > 1200, nodes
+    assert abs(retries / tx - rate) < 0.035, (retries, tx)
+    assert sum(n["fer_drops"] for n in nodes) == retries   # no collisions: echo never overlaps
+
+
+@pytest.mark.timeout(120)
+def test_retry_limit_bounds_the_attempts_per_frame(tmp_path):
+    with Testbed(load_profile("wifi6", {"frame_error_rate": 0.5, "retry_limit": 1}),
+                 log_dir=tmp_path) as tb:
+        for _ in range(5):   # ARP has to get through first (its frames are lost too)
+            if bench.rtt(tb, count=10, interval=0.3)["received"]:
+                break
+        r = bench.rtt(tb, count=300, interval=0.004, wait=1.5)
+    nodes = tb.metadata()["link"]["final_stats"]["nodes"]
+    tx = sum(n["data_mpdu_tx"] for n in nodes)
+    fails = sum(n["final_fail"] for n in nodes)
+    # one attempt per frame: every corrupted frame is given up, none is retransmitted
+    assert fails == sum(n["retries"] for n in nodes) and 0.35 < fails / tx < 0.65, nodes
+    assert 0.55 < r["loss"] < 0.95, r   # a ping needs both its frames: ~1 - 0.5^2 lost
+
+
+@pytest.mark.timeout(60)
+def test_minstrel_rate_manager_carries_traffic(tmp_path):
+    with Testbed(load_profile("wifi6", {"rate_manager": "minstrel", "qdisc_rate_fraction": 0}),
+                 log_dir=tmp_path) as tb:
+        r = bench.rtt(tb, count=20, interval=0.02)
+        assert r["received"] == 20, r
+        assert "Minstrel" in tb.metadata()["link"]["standard"]
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"standard": "802.11g", "phy_rate": "ErpOfdmRate6Mbps"}, "qdisc_rate_fraction"),
+    ({"rate_manager": "ideal"}, "qdisc_rate_fraction"),
+    ({"retry_limit": 0}, "retry_limit"),
+    ({"frame_error_rate": 1.0}, "frame_error_rate"),
+    ({"tcp_congestion_control": "vegas"}, "tcp_congestion_control"),
+    ({"gso_max_segs": -1}, "gso_max_segs"),
+    ({"error_burst": 0.5}, "error_burst"),
+])
+def test_impairment_and_queueing_keys_are_validated(override, key):
+    with pytest.raises(ConfigError) as err:
+        load_profile("wifi6", override)
+    assert key in str(err.value)
+
+
+@pytest.mark.timeout(120)
+def test_error_bursts_keep_the_rate_but_outlast_the_retries(tmp_path):
+    # same long-run loss (30 %), in runs of 20 frames on average: with 3 attempts per frame a
+    # burst usually takes all, so many frames are given up; independent losses of 30 % give
+    # up a frame only with probability 0.027
+    def run(burst):
+        prof = load_profile("wifi6", {"frame_error_rate": 0.3, "error_burst": burst,
+                                      "retry_limit": 3})
+        with Testbed(prof, log_dir=tmp_path / f"b{burst}") as tb:
+            bench.rtt(tb, count=400, interval=0.004, wait=1.5)
+        nodes = tb.metadata()["link"]["final_stats"]["nodes"]
+        tx = sum(n["data_mpdu_tx"] for n in nodes)
+        return sum(n["fer_drops"] for n in nodes) / tx, sum(n["final_fail"] for n in nodes) / tx
+    lost_ind, fail_ind = run(1)
+    lost_burst, fail_burst = run(20)
+    assert abs(lost_ind - 0.3) < 0.05 and abs(lost_burst - 0.3) < 0.12, (lost_ind, lost_burst)
+    assert fail_burst > 2.5 * fail_ind, (fail_ind, fail_burst)
