@@ -173,17 +173,60 @@ def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbi
             plots.delay_histograms_by_setting(by, fig, xlabel=label, title=f"Flow {entry}: {label}")
             section.fig(fig, f"Flow {entry}: histogram of the {label} per transport"
                              f"{', one panel per setting' if swept else ''}.")
-        scaling = scaling_figure(entry, samples, fig_dir, capacity_mbit)
-        if scaling is not None:
-            section.fig(*scaling)
+        for figure in (scaling_figure(entry, samples, fig_dir, capacity_mbit),
+                       bandwidth_figure(entry, samples, fig_dir, capacity_mbit)):
+            if figure is not None:
+                section.fig(*figure)
         out.append(section)
     return out
 
 
 def swept_axis(samples: list[FlowSample]) -> str | None:
-    """The one flow parameter the samples vary ("size_bytes", "period_s" or "replicas"), else None."""
+    """The one flow parameter the samples vary ("size_bytes", "period_s" or "replicas"), else
+    None. Size and period varied together, one period per size (a ``zip`` sweep, e.g. a
+    constant offered load as in Pound's Fig. 19), count as a size sweep."""
     varied = [attr for attr in ("size_bytes", "period_s", "replicas") if len(_values(samples, attr)) > 1]
+    if varied == ["size_bytes", "period_s"]:
+        pairs = {(s.result.size_bytes, s.result.period_s) for s in samples}
+        if len(pairs) == len(_values(samples, "size_bytes")):
+            return "size_bytes"
     return varied[0] if len(varied) == 1 else None
+
+
+def bandwidth_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
+                     capacity_mbit: float | None) -> tuple[Path, str] | None:
+    """Where the flow's message size was swept: the bandwidth delivered at the receiver
+    (median over repetitions) against the size per transport, with the offered load and the
+    link's capacity (the Pound paper's Fig. 19)."""
+    if swept_axis(samples) != "size_bytes":
+        return None
+    curves: dict[str, list[tuple[float, float]]] = {}
+    offered: dict[float, float] = {}
+    for s in samples:
+        if s.result.size_bytes and s.result.period_s:
+            offered[float(s.result.size_bytes)] = 8 * s.result.size_bytes / s.result.period_s / 1e6
+    for transport in dict.fromkeys(s.run.transport for s in samples):
+        points = []
+        for size in _values(samples, "size_bytes"):
+            bw = [s.result.bandwidth_mbit or 0.0 for s in samples
+                  if s.run.transport == transport and s.result.size_bytes == size]
+            if bw:
+                points.append((float(size), float(np.median(bw))))
+        if points:
+            curves[transport] = sorted(points)
+    if not curves:
+        return None
+    path = fig_dir / f"flow_{entry}_bandwidth.png"
+    plots.bandwidth_curves(curves, path, title=f"Flow {entry}: delivered bandwidth against the message size",
+                           offered=sorted(offered.items()), capacity_mbit=capacity_mbit)
+    worst = min(curves, key=lambda t: min(b for _, b in curves[t]))
+    caption = (f"Bandwidth delivered at the receiver (message bytes × 8 over the receiving time, median "
+               f"of the repetitions) per transport against the message size (log axis), with the load "
+               f"the sender offered (dashed)" + (f" and the link's nominal capacity ({fmt(capacity_mbit, 1)} "
+                                                 f"Mbit/s, dotted)" if capacity_mbit else "") +
+               f". Lowest: {worst}, {fmt(min(b for _, b in curves[worst]), 2)} Mbit/s at "
+               f"{fmt(min(curves[worst], key=lambda p: p[1])[0], 0)} bytes.")
+    return path, caption
 
 
 def scaling_figure(entry: str, samples: list[FlowSample], fig_dir: Path,

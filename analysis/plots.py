@@ -284,3 +284,33 @@ def scaling_curves(curves: dict[str, list[tuple[float, float, float, float]]], p
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def bandwidth_curves(curves: dict[str, list[tuple[float, float]]], path: Path, title: str,
+                     offered: list[tuple[float, float]] | None = None,
+                     capacity_mbit: float | None = None) -> Path:
+    """Delivered Mbit/s against the message size, one line per transport (``curves``:
+    {transport: [(size_bytes, mbit_s), ...]}); ``offered`` the sender's load at each size
+    (dashed), ``capacity_mbit`` the link's nominal capacity (dotted). Log x, linear y from 0."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.4), dpi=110)
+    for transport, pts in curves.items():
+        x, y = zip(*pts)
+        ax.plot(x, y, marker="o", ms=4, lw=1.5, color=transport_color(transport), label=transport)
+    if offered:
+        x, y = zip(*offered)
+        ax.plot(x, y, color="0.4", ls="--", lw=1.0, label="offered by the sender")
+    if capacity_mbit:
+        ax.axhline(capacity_mbit, color="0.3", ls=":", lw=1.2, label="link's nominal capacity")
+    ax.set_xscale("log")
+    top = max([b for pts in curves.values() for _, b in pts] + [y for _, y in offered or []] +
+              [capacity_mbit or 0.0])
+    ax.set_ylim(0, 1.1 * top if top > 0 else 1.0)
+    ax.set_xlabel("message size [bytes]")
+    ax.set_ylabel("delivered bandwidth [Mbit/s]")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -62,3 +62,84 @@ def test_table_uses_valid_runs_only_takes_the_median_and_ranks_the_methods(tmp_p
     out = capsys.readouterr().out
     assert "left out for ns-3 lag: 1 (udp-r1)" in out
     assert "| laser | NOD (tcp_nodelay) | 6 → 50.0 (8.33×) |" in out and "off: D, std(J_d)" in out
+
+
+def _bandwidth_campaign(tmp_path, curves, invalid=()):
+    """curves: {transport: {size_bytes: delivered Mbit/s}}; runs in ``invalid`` lagged."""
+    analysis = []
+    for transport, curve in curves.items():
+        for size, mbit in curve.items():
+            run_id = f"{transport}__size_bytes={size}-r0"
+            d = tmp_path / "runs" / run_id
+            d.mkdir(parents=True)
+            (d / "metadata.json").write_text(json.dumps({"link_health": {"valid": run_id not in invalid}}))
+            analysis.append({"run_id": run_id, "transport": transport,
+                             "flows": [{"flow": "bulk", "size_bytes": size, "bandwidth_mbit": mbit}]})
+    (tmp_path / "analysis.json").write_text(json.dumps(analysis))
+    return tmp_path
+
+
+SIZES = (1024, 4096, 16384, 65536, 262144)
+
+
+def test_fig19_shapes_are_judged_as_the_paper_draws_them():
+    flat4 = dict(zip(SIZES, (4.1, 4.0, 3.9, 4.2, 4.0)))
+    assert calibrate.fig19_verdict("tcp", flat4) == "ok"
+    assert calibrate.fig19_verdict("tcp", dict(zip(SIZES, (4.6, 4.7, 4.7, 4.7, 4.7)))) == "ok"   # within 25 %
+    assert calibrate.fig19_verdict("tcp", dict(zip(SIZES, (2.0, 3.0, 4.0, 4.0, 4.0)))).startswith("off: not flat")
+    assert calibrate.fig19_verdict("priority", dict(zip(SIZES, (5.3, 5.4, 5.4, 5.4, 5.5)))) == "ok"
+    assert calibrate.fig19_verdict("priority", flat4) == "off: below 5 (3.90)"
+    # UDPROS collapses: at 64 KB and above at most a fifth of its 1 KB rate
+    assert calibrate.fig19_verdict("udp", dict(zip(SIZES, (5.0, 4.0, 2.0, 0.9, 0.1)))) == "ok"
+    assert calibrate.fig19_verdict("udp", dict(zip(SIZES, (5.0, 4.0, 2.0, 1.1, 0.1)))).startswith("off: no collapse")
+    assert calibrate.fig19_verdict("sctp", flat4) == "not in Fig. 19"
+    assert calibrate.fig19_verdict("tcp", {}) == "missing"
+
+
+def test_fig19_table_leaves_lagged_runs_out_and_counts_a_silent_cell_as_zero(tmp_path, capsys):
+    res = _bandwidth_campaign(tmp_path, {
+        "tcp": dict(zip(SIZES, (4.1, 4.0, 3.9, 4.2, 4.0))),
+        "udp": dict(zip(SIZES, (4.5, 4.4, 4.4, 4.3, None))),          # 256 KB: nothing delivered
+        "priority": dict(zip(SIZES, (5.3, 5.4, 0.5, 5.4, 5.5)))},     # 16 KB lagged
+        invalid={"priority__size_bytes=16384-r0"})
+    curves, counts = calibrate.read_bandwidth(res)
+    assert counts["invalid"] == 1 and counts["invalid_runs"] == ["priority__size_bytes=16384-r0"]
+    assert 16384 not in curves["priority"] and curves["udp"][262144] == 0.0
+    assert cli.main(["calibrate", "wifi6", "--part", "fig19", "--fig19-results", str(res),
+                     "--json", str(tmp_path / "fig19.json")]) == 0
+    out = capsys.readouterr().out
+    assert "| tcp | TCP: flat ≈ 4 | 4.10 | 4.00 | 3.90 | 4.20 | 4.00 | ok |" in out
+    assert "| priority | Pound: flat > 5 | 5.30 | 5.40 | — | 5.40 | 5.50 | ok |" in out
+    assert "| udp | UDP: collapses with size | 4.50 | 4.40 | 4.40 | 4.30 | 0.00 | off: no collapse" in out
+    assert "shape as published: 2 of 3 transports" in out
+    saved = json.loads((tmp_path / "fig19.json").read_text())
+    assert saved["invalid_runs"] == 1 and saved["fig19"]["verdicts"]["tcp"] == "ok"
+
+
+def test_make_bench_shows_the_calibration_and_the_runs_left_out(tmp_path):
+    from netloop import bench
+    res = _bandwidth_campaign(tmp_path, {"tcp": dict(zip(SIZES, (4.1, 4.0, 3.9, 4.2, 4.0)))},
+                              invalid={"tcp__size_bytes=1024-r0"})
+    report, text = calibrate.summarize({"fig19": res}, "wifi6")
+    md = "\n".join(bench._calibration_md(dict(report, text=text)))
+    assert "runs left out because ns-3 lagged real time: **1**" in md
+    assert "| tcp | TCP: flat ≈ 4 | 4.00 | 3.90 | 4.20 | 4.00 | ok |" in md
+    assert bench._calibration_md({"skipped": "not root"}) == ["Skipped: not root", ""]
+    load = {"profile": "wifi6", "hogs": 2, "cpus": 2,
+            "normal": {"goodput_mbit_s": 3.1, "mean_lag_ms": 40.0, "max_lag_ms": 900.0, "late_fraction": 0.3,
+                       "valid": False, "rt_priority": 0},
+            "rt_priority": {"goodput_mbit_s": 4.6, "mean_lag_ms": 0.1, "max_lag_ms": 2.0, "late_fraction": 0.0,
+                            "valid": True, "rt_priority": 10}}
+    tb = "\n".join(bench._testbed_md({"up_down": {}, "lag_under_load": load}))
+    assert "| normal (rt_priority 0) | 3.1 | 40.0 | 900.0 | 30.00 % | False |" in tb
+    assert "| SCHED_FIFO 10 | 4.6 | 0.1 | 2.0 | 0.00 % | True |" in tb
+
+
+def test_link_params_override_the_profile_and_bad_ones_are_refused(capsys):
+    assert calibrate.parse_link_params(["background_pairs=1", "frame_error_rate=0.05"]) == {
+        "background_pairs": 1, "frame_error_rate": 0.05}
+    # refused before anything runs, naming what is wrong
+    assert cli.main(["calibrate", "wifi6", "--link-param", "oops"]) != 0
+    assert "--link-param: 'oops' is not KEY=VALUE" in capsys.readouterr().err
+    assert cli.main(["calibrate", "wifi6", "--part", "tables", "--link-param", "colour=red"]) != 0
+    assert "link_params" in capsys.readouterr().err

@@ -127,3 +127,22 @@ def test_cli_dry_run_lists_runs(ros_env):
                          text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert "tcp-r0" in res.stdout and "udp-r0" in res.stdout and "3 runs" in res.stdout
+
+
+def test_a_message_the_transport_could_never_carry_is_refused_up_front():
+    """The priority relay drops a message larger than its whole send queue, every time: such an
+    experiment would run and deliver nothing, so it is refused before anything starts, naming
+    the option and the size it needs (in every cell of a sweep)."""
+    doc = {"transport": ["tcp", "priority", "nimbro"], "loop": {"type": "none"}, "link": "wifi6",
+           "flows": [{"name": "bulk", "kind": "generic", "size_bytes": 1024, "period": 0.1}],
+           "sweep": {"flows[0].size_bytes": [1024, 262144]}, "duration": 5,
+           "transport_options": {"nimbro": {"max_message_bytes": 65536}}}
+    with pytest.raises(ConfigError) as err:
+        validate_experiment(doc, source="exp.yaml", name="x")
+    text = str(err.value)
+    assert "transport_options.priority.max_queue_bytes: a 262144-byte message takes 269504 bytes" in text
+    assert "set max_queue_bytes to at least 269504 (flow 'bulk')" in text
+    assert "transport_options.nimbro.max_message_bytes: a 262144-byte message is larger" in text
+    assert "size_bytes=1024" not in text          # the small cell is fine
+    doc["transport_options"] = {"priority": {"max_queue_bytes": 269504}}
+    validate_experiment(doc, name="x")            # exactly enough: accepted

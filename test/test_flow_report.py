@@ -60,6 +60,7 @@ def test_size_sweep_gets_its_scaling_figure(swept):
     assert "figures/flow_data_scaling.png" in md
     assert (swept / "figures" / "flow_data_scaling.png").stat().st_size > 10_000
     assert "figures/flow_ping_scaling.png" not in md        # the echo flow was not swept
+    assert "figures/flow_data_bandwidth.png" in md and "figures/flow_ping_bandwidth.png" not in md
 
 
 def test_explodes_at_marks_the_first_tenfold_median():
@@ -86,3 +87,26 @@ def test_offered_load_and_the_hosts_cpu(swept):
         robot = a.meta["cpu"]["robot"]
         assert set(robot["processes"]) == {"flow_data_source", "flow_ping_source", "flow_ping_sink"}
         assert 0 < robot["cpu_seconds"] == pytest.approx(sum(robot["processes"].values()), abs=0.01)
+
+
+def _sample(transport, size, period, mbit):
+    from netloop.analysis.results import FlowResult, RunAnalysis
+    run = RunAnalysis(run_id=f"{transport}-{size}", transport=transport, status="complete", loop_type="none")
+    return flow_sections.FlowSample(run, FlowResult(flow="bulk", kind="generic", entry="bulk", ok=True,
+                                                    size_bytes=size, period_s=period, bandwidth_mbit=mbit))
+
+
+def test_a_zip_of_size_and_period_is_a_size_sweep_with_its_bandwidth_figure(tmp_path):
+    """Pound's Fig. 19: size and period varied together (constant offered load): the report
+    draws the delivered bandwidth against the size per transport."""
+    sizes, periods = [1024, 65536, 262144], [0.00126, 0.08066, 0.32264]
+    samples = [_sample(t, s, p, bw) for t, bws in (("tcp", (4.6, 4.7, 4.7)), ("udp", (4.5, 0.4, 0.0)))
+               for s, p, bw in zip(sizes, periods, bws)]
+    assert flow_sections.swept_axis(samples) == "size_bytes"
+    path, caption = flow_sections.bandwidth_figure("bulk", samples, tmp_path, 6.0)
+    assert path == tmp_path / "flow_bulk_bandwidth.png" and path.stat().st_size > 10_000
+    assert "Lowest: udp, 0.00 Mbit/s at 262144 bytes" in caption and "6.0 Mbit/s, dotted" in caption
+    # a grid of sizes x periods is not one axis: no figure
+    grid = [_sample("tcp", s, p, 1.0) for s in (1024, 4096) for p in (0.01, 0.02)]
+    assert flow_sections.swept_axis(grid) is None
+    assert flow_sections.bandwidth_figure("bulk", grid, tmp_path, 6.0) is None

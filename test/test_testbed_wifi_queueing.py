@@ -101,6 +101,31 @@ def test_retry_limit_bounds_the_attempts_per_frame(tmp_path):
     assert 0.55 < r["loss"] < 0.95, r   # a ping needs both its frames: ~1 - 0.5^2 lost
 
 
+def test_background_stations_need_an_ad_hoc_channel():
+    with pytest.raises(ConfigError) as err:
+        load_profile("wifi6_ap", {"background_pairs": 1, "background_mbit": 1.0})
+    assert "background_pairs" in str(err.value) and "ad-hoc" in str(err.value)
+
+
+@pytest.mark.timeout(120)
+def test_background_stations_take_their_share_of_the_air(tmp_path):
+    """Two other pairs offering 1.5 Mbit/s each contend for the same channel: the hosts' bulk
+    TCP gets clearly less of the air than alone, and ns-3 reports the frames it sent."""
+    with Testbed(load_profile("wifi6"), log_dir=tmp_path / "alone") as tb:
+        alone = bench.goodput(tb, seconds=4)["mbit_s"]
+    with Testbed(load_profile("wifi6", {"background_pairs": 2, "background_mbit": 1.5}),
+                 log_dir=tmp_path / "shared") as tb:
+        shared = bench.goodput(tb, seconds=4)["mbit_s"]
+        r = bench.rtt(tb, count=50, interval=0.02)
+    link = tb.metadata()["link"]
+    bg = link["final_stats"]["background"]
+    assert bg["pairs"] == 2 and bg["sent"] > 0.8 * bg["offered"] > 0, bg
+    # 3 Mbit/s of 1000-byte frames take ~45 % of the air at 6 Mbit/s
+    assert shared < 0.8 * alone, (shared, alone)
+    assert r["received"] >= 45, r
+    _assert_gone(tb)
+
+
 @pytest.mark.timeout(60)
 def test_minstrel_rate_manager_carries_traffic(tmp_path):
     with Testbed(load_profile("wifi6", {"rate_manager": "minstrel", "qdisc_rate_fraction": 0}),
@@ -118,6 +143,8 @@ def test_minstrel_rate_manager_carries_traffic(tmp_path):
     ({"tcp_congestion_control": "vegas"}, "tcp_congestion_control"),
     ({"gso_max_segs": -1}, "gso_max_segs"),
     ({"error_burst": 0.5}, "error_burst"),
+    ({"background_pairs": 1}, "background_mbit"),
+    ({"background_pairs": 17, "background_mbit": 1}, "background_pairs"),
 ])
 def test_impairment_and_queueing_keys_are_validated(override, key):
     with pytest.raises(ConfigError) as err:

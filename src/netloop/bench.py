@@ -7,8 +7,10 @@ bench/bench.json with the machine it ran on:
   - the highest echo rate the plant/controller pair sustains per transport: the plant
     samples at f Hz, the controller answers every sample, and f counts as sustained when at
     least 99 % of the samples are answered and the achieved rate is within 1 % of f;
-  - link emulation figures of the testbed (bring-up and tear-down time; ns-3 CPU and lag),
-    when the machine allows namespaces (root).
+  - link emulation figures of the testbed (bring-up and tear-down time; ns-3 CPU and lag,
+    also with the CPUs loaded), when the machine allows namespaces (root);
+  - the calibration of ``wifi6`` against the Pound paper (``netloop calibrate wifi6``: Tables
+    I-II and Fig. 19) with the count of runs left out because ns-3 lagged real time.
 
 The machine is shared and noisy: every figure is a median, and ratios are given where
 a comparison matters.
@@ -16,6 +18,7 @@ a comparison matters.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -94,6 +97,23 @@ def testbed_figures() -> dict[str, Any]:
         return {"skipped": f"{type(err).__name__}: {err}"}
 
 
+def calibration(out: Path, profile: str = "wifi6") -> dict[str, Any]:
+    """Both calibration campaigns on ``profile`` (into ``out/calibration``), judged."""
+    if os.geteuid() != 0:
+        return {"skipped": "the calibration needs root (network namespaces)"}
+    from . import calibrate  # noqa: PLC0415
+    campaigns = calibrate.run_campaigns(profile, ["tables", "fig19"], None, out / "calibration")
+    report, text = calibrate.summarize(campaigns, profile)
+    return dict(report, text=text)
+
+
+def _calibration_md(cal: dict[str, Any]) -> list[str]:
+    if "skipped" in cal or not cal:
+        return [f"Skipped: {cal.get('skipped', 'not run')}", ""]
+    return [f"`netloop calibrate {cal['profile']}`; runs left out because ns-3 lagged real time: "
+            f"**{cal['invalid_runs']}**", "", cal["text"], ""]
+
+
 def _md(results: dict[str, Any]) -> str:
     h = results["host"]
     lines = [f"# netloop benchmarks ({results['date']})", "",
@@ -123,6 +143,7 @@ def _md(results: dict[str, Any]) -> str:
                   f"| {sim['physics_step_ms']:.3f} | {sim['camera_frame_ms']:.2f} | {sim['jpeg_encode_ms']:.2f} | "
                   f"{sim['scan_ms']:.2f} | {sim['rtf']:.3f} | {sim['rtf_window_min']:.3f} | {sim['cpu_share']:.2f} |", ""]
     lines += ["## Relay transports", ""] + _relays_md(results.get("relays", {}))
+    lines += ["## Calibration against the Pound paper", ""] + _calibration_md(results.get("calibration", {}))
     return "\n".join(lines)
 
 
@@ -169,6 +190,17 @@ def _testbed_md(tb: dict[str, Any]) -> list[str]:
                       f"ns-3 uses {100 * sat['ns3_cpu_fraction']:.0f} % of one core, real-time lag mean "
                       f"{sat['mean_lag_ms']} ms, max {sat['max_lag_ms']} ms, {100 * (sat['late_fraction'] or 0):.2f} % "
                       f"of samples over {sat['lag_bound_ms']} ms (valid: {sat['valid']})."]
+    load = tb.get("lag_under_load")
+    if load:
+        lines += ["", f"ns-3 lag during bulk TCP over {load['profile']} with {load['hogs']} busy processes on "
+                      f"{load['cpus']} CPUs:", "",
+                  "| ns-3 scheduling | goodput [Mbit/s] | lag mean [ms] | lag max [ms] | samples late | valid |",
+                  "|---|---|---|---|---|---|"]
+        for case in ("normal", "rt_priority"):
+            c = load[case]
+            label = "normal (rt_priority 0)" if case == "normal" else f"SCHED_FIFO {c['rt_priority']}"
+            lines.append(f"| {label} | {c['goodput_mbit_s']} | {c['mean_lag_ms']} | {c['max_lag_ms']} | "
+                         f"{100 * (c['late_fraction'] or 0):.2f} % | {c['valid']} |")
     return lines + [""]
 
 
@@ -190,6 +222,11 @@ def main(out: Path) -> int:
         results["simulator"] = _optional("netloop.sim.bench", "simulator")
         print("bench: relay transports ...", flush=True)
         results["relays"] = _optional("netloop.transports.bench", "relay transports")
+        print("bench: calibration of wifi6 (netloop calibrate wifi6) ...", flush=True)
+        try:
+            results["calibration"] = calibration(out)
+        except Exception as err:  # reported in the table, the other figures are kept
+            results["calibration"] = {"skipped": f"{type(err).__name__}: {err}"}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["seconds"] = round(time.monotonic() - started, 1)

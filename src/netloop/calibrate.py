@@ -1,9 +1,14 @@
-"""``netloop calibrate PROFILE``: run the Pound paper's two-flow scenario on a link profile and
-print how close each transport's numbers come to the published ones (Tables I and II).
+"""``netloop calibrate PROFILE``: run the Pound paper's scenarios on a link profile and print
+how close each transport's numbers come to the published ones: the two-flow scenario (Tables I
+and II) and the single-flow bandwidth against message size (Fig. 19).
 
-    netloop calibrate wifi6                      run experiments/pound_flows_2node.yaml on wifi6
-    netloop calibrate wifi6 --results DIR        only compare a campaign already run (no run)
+    netloop calibrate wifi6                      both: pound_flows_2node.yaml and pound_bandwidth.yaml
+    netloop calibrate wifi6 --part tables        only Tables I-II (--part fig19: only Fig. 19)
+    netloop calibrate wifi6 --results DIR        only compare a campaign already run (no run);
+                                                 --fig19-results DIR the same for Fig. 19
     netloop calibrate wifi6 --transports tcp,udp run only those transports
+    netloop calibrate wifi6 --link-param background_pairs=1 --link-param background_mbit=0.5
+                                                 the profile with these values (to calibrate them)
 
 The published numbers are Tardioli, Parasuraman, Ögren, "Pound: A ROS node for Reducing Delay
 and Jitter in Wireless Multi-Robot Networks", Tables I (laser, 1 KB / 20 ms) and II (image,
@@ -16,6 +21,13 @@ Verdict per number (the targets of issue 10): D and std(J_d) within a factor of 
 published value, or within 3 ms where the published value is below 6 ms; MDR within 2
 points. The ranking of the methods by laser D is compared too (Spearman's rho and the two
 orders).
+
+Fig. 19 is a shape, not a table of numbers, so each transport's curve (delivered Mbit/s against
+the message size, 1 KB to 256 KB, one sender offering ~6.5 Mbit/s) is judged against the
+shape the paper shows for it: ``flat`` near a level (TCP, TCP_NODELAY, nimbro over TCP: ~4
+Mbit/s; every size within FLAT_BAND of it and max/min at most FLAT_RATIO), ``above`` a level
+(nimbro over UDP and Pound: > 5 Mbit/s at every size, and flat), or ``collapses`` (UDPROS: at 64
+KB and above at most COLLAPSE_FRACTION of its 1 KB rate).
 """
 from __future__ import annotations
 
@@ -25,6 +37,8 @@ import json
 import statistics
 import sys
 from pathlib import Path
+
+import yaml
 
 from . import paths
 
@@ -53,6 +67,20 @@ PUBLISHED = {"laser": PUBLISHED_LASER, "image": PUBLISHED_IMAGE}
 METHODS = {"TCP": "tcp", "NOD": "tcp_nodelay", "UDP": "udp", "UDP/NOD": "udp/tcp_nodelay",
            "Nimbro": "nimbro", "Nimbro*": "nimbro_mixed", "Pound": "priority"}
 EXPERIMENT = "pound_flows_2node.yaml"   # in experiments/
+FIG19_EXPERIMENT = "pound_bandwidth.yaml"
+
+#: transport -> (the paper's curve it is judged against, shape, level [Mbit/s]) for Fig. 19.
+#: multimaster is not in the figure; it carries topics over TCPROS, so it is held to TCP's curve.
+FIG19_SHAPE = {
+    "tcp": ("TCP", "flat", 4.0), "tcp_nodelay": ("NOD", "flat", 4.0),
+    "udp": ("UDP", "collapses", None), "nimbro": ("Nimbro/UDP", "above", 5.0),
+    "nimbro_mixed": ("Nimbro/TCP", "flat", 4.0), "priority": ("Pound", "above", 5.0),
+    "multimaster": ("(TCP's)", "flat", 4.0),
+}
+FLAT_BAND = 0.25          # a flat curve stays within +-25 % of its level
+FLAT_RATIO = 1.25         # ... and its largest rate is at most 1.25x its smallest
+COLLAPSE_FRACTION = 0.2   # a collapsed curve delivers at most 20 % of its 1 KB rate at >= 64 KB
+COLLAPSE_FROM_BYTES = 65536
 
 
 def verdict_ms(published: float, ours: float | None) -> str:
@@ -70,11 +98,12 @@ def verdict_mdr(published: float, ours: float | None) -> str:
     return "ok" if abs(ours - published) <= 2.0 else "off"
 
 
-def read_campaign(results: Path) -> tuple[dict, dict]:
-    """{transport: {flow: {"D", "std_Jd", "MDR"}}} (median over valid runs) and counts."""
+def valid_runs(results: Path) -> tuple[list[dict], dict]:
+    """The runs of a campaign's ``analysis.json`` whose link kept real time, and the counts
+    {"runs", "invalid", "invalid_runs"} (a run whose link lagged is left out, never kept)."""
     analysis = json.loads((Path(results) / "analysis.json").read_text())
-    per: dict[str, dict[str, dict[str, list[float]]]] = {}
-    counts = {"runs": 0, "invalid": 0, "invalid_runs": []}
+    counts: dict = {"runs": 0, "invalid": 0, "invalid_runs": []}
+    kept = []
     for run in analysis:
         counts["runs"] += 1
         meta_path = Path(results) / "runs" / run["run_id"] / "metadata.json"
@@ -86,7 +115,21 @@ def read_campaign(results: Path) -> tuple[dict, dict]:
         if health.get("valid") is False:
             counts["invalid"] += 1
             counts["invalid_runs"].append(run["run_id"])
-            continue
+        else:
+            kept.append(run)
+    return kept, counts
+
+
+def _median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def read_campaign(results: Path) -> tuple[dict, dict]:
+    """{transport: {flow: {"D", "std_Jd", "MDR"}}} (median over valid runs) and counts."""
+    runs, counts = valid_runs(results)
+    per: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for run in runs:
         for f in run.get("flows") or []:
             d = f.get("delay") or {}
             if not d.get("n"):
@@ -96,13 +139,87 @@ def read_campaign(results: Path) -> tuple[dict, dict]:
             slot["D"].append(d["mean_ms"])
             slot["std_Jd"].append((f.get("period") or {}).get("std_ms"))
             slot["MDR"].append(100.0 * f["MDR"] if f.get("MDR") is not None else None)
-    out = {}
+    out: dict = {}
     for transport, flows in per.items():
         for flow, vals in flows.items():
-            out.setdefault(transport, {})[flow] = {
-                k: (statistics.median([x for x in v if x is not None])
-                    if any(x is not None for x in v) else None) for k, v in vals.items()}
+            out.setdefault(transport, {})[flow] = {k: _median(v) for k, v in vals.items()}
     return out, counts
+
+
+def read_bandwidth(results: Path) -> tuple[dict, dict]:
+    """{transport: {size_bytes: delivered Mbit/s}} of a Fig. 19 campaign (median over the valid
+    runs of each cell; a run that delivered nothing counts as 0) and the counts."""
+    runs, counts = valid_runs(results)
+    per: dict[str, dict[int, list[float]]] = {}
+    for run in runs:
+        for f in run.get("flows") or []:
+            if f.get("size_bytes") is None:
+                continue
+            per.setdefault(run["transport"], {}).setdefault(int(f["size_bytes"]), []).append(
+                f.get("bandwidth_mbit") or 0.0)
+    return ({t: {size: _median(v) for size, v in sorted(sizes.items())} for t, sizes in per.items()},
+            counts)
+
+
+def fig19_verdict(transport: str, curve: dict[int, float]) -> str:
+    """"ok" when the curve has the shape the paper shows for the transport, else "off: why";
+    "not in Fig. 19" for a transport the paper has no curve for."""
+    if transport not in FIG19_SHAPE:
+        return "not in Fig. 19"
+    if not curve:
+        return "missing"
+    _, shape, level = FIG19_SHAPE[transport]
+    rates = list(curve.values())
+    lo, hi = min(rates), max(rates)
+    if shape == "collapses":
+        first = curve[min(curve)]
+        large = [r for size, r in curve.items() if size >= COLLAPSE_FROM_BYTES]
+        if not large:
+            return "missing"
+        worst = max(large)
+        return ("ok" if first > 0 and worst <= COLLAPSE_FRACTION * first else
+                f"off: no collapse ({worst:.2f} of {first:.2f} Mbit/s kept at >= 64 KB)")
+    problems = []
+    if lo <= 0 or hi / lo > FLAT_RATIO:
+        problems.append(f"not flat ({lo:.2f}..{hi:.2f})")
+    if shape == "flat" and not all(abs(r - level) <= FLAT_BAND * level for r in rates):
+        problems.append(f"not near {level:g}")
+    if shape == "above" and lo < level:
+        problems.append(f"below {level:g} ({lo:.2f})")
+    return "ok" if not problems else "off: " + ", ".join(problems)
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes // 1024} KB" if nbytes % 1024 == 0 else f"{nbytes} B"
+
+
+def _published_shape(transport: str) -> str:
+    if transport not in FIG19_SHAPE:
+        return "—"
+    name, shape, level = FIG19_SHAPE[transport]
+    if shape == "collapses":
+        return f"{name}: collapses with size"
+    return f"{name}: flat ≈ {level:g}" if shape == "flat" else f"{name}: flat > {level:g}"
+
+
+def format_fig19(curves: dict, counts: dict, profile: str, results: Path) -> str:
+    sizes = sorted({s for c in curves.values() for s in c})
+    lines = [f"Fig. 19 on '{profile}': delivered Mbit/s of one saturated sender against the message size "
+             f"({results})",
+             f"runs: {counts['runs']}, left out for ns-3 lag: {counts['invalid']}"
+             + (f" ({', '.join(counts['invalid_runs'])})" if counts["invalid_runs"] else ""), "",
+             "| transport | the paper's curve | " + " | ".join(_size(s) for s in sizes) + " | verdict |",
+             "|---|---|" + "---|" * len(sizes) + "---|"]
+    ok = judged = 0
+    for transport in sorted(curves, key=lambda t: (t not in FIG19_SHAPE, t)):
+        curve = curves[transport]
+        v = fig19_verdict(transport, curve)
+        judged += v == "ok" or v.startswith("off")
+        ok += v == "ok"
+        cells = " | ".join("—" if curve.get(s) is None else f"{curve[s]:.2f}" for s in sizes)
+        lines.append(f"| {transport} | {_published_shape(transport)} | {cells} | {v} |")
+    lines += ["", f"shape as published: {ok} of {judged} transports"]
+    return "\n".join(lines)
 
 
 def _ranks(values: list[float]) -> list[float]:
@@ -178,15 +295,20 @@ def format_table(result: dict, counts: dict, profile: str, results: Path) -> str
     return "\n".join(lines)
 
 
-def run_campaign(profile: str, transports: list[str] | None, results_parent: Path | None) -> Path:
+def run_campaign(experiment: str, profile: str, transports: list[str] | None,
+                 results_parent: Path | None, link_params: dict | None = None) -> Path:
+    """Run ``experiments/<experiment>`` on ``profile`` (only ``transports`` when given; the
+    profile's keys overridden by ``link_params``) and write its report; returns the campaign
+    directory."""
     from . import runner
     from .analysis.report import write_report
     from .experiment import load_experiment, validate_experiment
     from .schema import to_dict
-    exp = load_experiment(str(paths.EXPERIMENTS / EXPERIMENT))
+    exp = load_experiment(str(paths.EXPERIMENTS / experiment))
     data = to_dict(copy.deepcopy(exp))
     data["link"] = profile
-    data["name"] = f"calibrate_{profile}"
+    data["link_params"] = dict(link_params or {})
+    data["name"] = f"calibrate_{profile}_{Path(experiment).stem}"
     if transports:
         data["transport"] = transports
     exp = validate_experiment(data, name=data["name"])
@@ -199,32 +321,88 @@ def run_campaign(profile: str, transports: list[str] | None, results_parent: Pat
     return out
 
 
-def main(args) -> int:
-    if args.results:
-        results = Path(args.results)
-    else:
-        transports = args.transports.split(",") if args.transports else None
-        results = run_campaign(args.profile, transports, args.results_parent)
+def _ensure_report(results: Path) -> Path:
+    results = Path(results)
     if not (results / "analysis.json").exists():
         from .analysis.report import write_report
         write_report(results)
-    ours, counts = read_campaign(results)
-    result = fidelity(ours)
-    print(format_table(result, counts, args.profile, results))
+    return results
+
+
+def summarize(campaigns: dict[str, Path], profile: str) -> tuple[dict, str]:
+    """The fidelity report of the campaigns given ({"tables": dir, "fig19": dir}, either or
+    both): a JSON-ready dict (with the runs left out for lag) and the text to print."""
+    report: dict = {"profile": profile, "invalid_runs": 0}
+    texts = []
+    if "tables" in campaigns:
+        results = _ensure_report(campaigns["tables"])
+        ours, counts = read_campaign(results)
+        result = fidelity(ours)
+        report["tables"] = {"results": str(results), "counts": counts, **result}
+        report["invalid_runs"] += counts["invalid"]
+        texts.append(format_table(result, counts, profile, results))
+    if "fig19" in campaigns:
+        results = _ensure_report(campaigns["fig19"])
+        curves, counts = read_bandwidth(results)
+        report["fig19"] = {"results": str(results), "counts": counts,
+                           "curves": {t: {str(s): r for s, r in c.items()} for t, c in curves.items()},
+                           "verdicts": {t: fig19_verdict(t, c) for t, c in curves.items()}}
+        report["invalid_runs"] += counts["invalid"]
+        texts.append(format_fig19(curves, counts, profile, results))
+    return report, "\n\n".join(texts)
+
+
+def run_campaigns(profile: str, parts: list[str], transports: list[str] | None,
+                  results_parent: Path | None, link_params: dict | None = None) -> dict[str, Path]:
+    """Run the calibration campaigns of ``parts`` ("tables", "fig19") on ``profile``."""
+    experiments = {"tables": EXPERIMENT, "fig19": FIG19_EXPERIMENT}
+    return {part: run_campaign(experiments[part], profile, transports, results_parent, link_params)
+            for part in parts}
+
+
+def parse_link_params(items: list[str]) -> dict:
+    """``["key=value", ...]`` -> {key: value} (values read as YAML scalars); ConfigError
+    naming the item when one has no ``=``."""
+    from .schema import ConfigError
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("--link-param", f"{item!r} is not KEY=VALUE (e.g. background_pairs=1)")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def main(args) -> int:
+    parts = ["tables", "fig19"] if args.part == "all" else [args.part]
+    given = {"tables": args.results, "fig19": args.fig19_results}
+    campaigns = {p: Path(given[p]) for p in parts if given[p]}
+    if not campaigns:     # nothing given: run what was asked for
+        transports = args.transports.split(",") if args.transports else None
+        campaigns = run_campaigns(args.profile, parts, transports, args.results_parent,
+                                  parse_link_params(args.link_param))
+    report, text = summarize(campaigns, args.profile)
+    print(text)
     if args.json:
-        Path(args.json).write_text(json.dumps({"profile": args.profile, "results": str(results),
-                                               "counts": counts, **result}, indent=1))
+        Path(args.json).write_text(json.dumps(report, indent=1))
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("calibrate", help="run the Pound paper's two-flow scenario on a link "
-                                         "profile and print published vs netloop (Tables I-II)")
+    p = sub.add_parser("calibrate", help="run the Pound paper's scenarios on a link profile and "
+                                         "print published vs netloop (Tables I-II, Fig. 19)")
     p.add_argument("profile", help="link profile (e.g. wifi6)")
-    p.add_argument("--results", help="compare this campaign directory instead of running one")
+    p.add_argument("--part", choices=["all", "tables", "fig19"], default="all",
+                   help="which comparison: the two-flow Tables I-II, the bandwidth sweep of "
+                        "Fig. 19, or both (default)")
+    p.add_argument("--results", help="compare this Tables I-II campaign directory instead of running one")
+    p.add_argument("--fig19-results", help="compare this Fig. 19 campaign directory instead of running one")
     p.add_argument("--results-parent", type=Path, default=None,
                    help="parent directory for the new campaign (default results/)")
     p.add_argument("--transports", help="comma-separated subset of the transports to run")
+    p.add_argument("--link-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a key of the link profile for this calibration (repeatable), "
+                        "e.g. frame_error_rate=0.05")
     p.add_argument("--json", help="also write the table as JSON to this file")
     p.set_defaults(func=main)
 

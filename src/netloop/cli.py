@@ -7,7 +7,7 @@
     netloop bag synthetic --out F.bag                          a LaserScan bag for the LIDAR flow
     netloop bag lidar --world W --out F.bag                    record one from the simulated car
     netloop bench [--out DIR]                                  latency and throughput benchmarks
-    netloop calibrate PROFILE [--results DIR]                  published vs netloop (Pound Tables I-II)
+    netloop calibrate PROFILE [--part all|tables|fig19]        published vs netloop (Pound Tables I-II, Fig. 19)
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .flows import check_flows, link_bits_per_second
+from .flows import check_flows, link_bits_per_second, message_bytes
 from .loops import get_loop_kind
 from .model import Experiment
 from .schema import Collector, ConfigError, load_yaml, to_dict, validate
@@ -241,8 +241,28 @@ def _validate_one(data: Any, source: str | None, name: str | None) -> Experiment
             _check_instance_names(exp)
         with found.check():
             get_loop_kind(exp.loop.type).check(exp, hosts)
+    if not found.found:
+        _check_message_sizes(exp, found)
     found.raise_if_any(source)
     return exp
+
+
+def _check_message_sizes(exp: Experiment, found: Collector) -> None:
+    """Each transport must be able to carry the largest flow message (e.g. the priority relay
+    refuses a message larger than its whole send queue, for ever)."""
+    sizes = [(message_bytes(f), f.name) for f in exp.flow_instances]
+    if not sizes:
+        return
+    largest, flow = max(sizes)
+    for tname in dict.fromkeys(exp.transport):
+        transport = get_transport(tname)
+        if transport.options_schema is None:
+            continue
+        options = exp.transport_options.get(tname) or validate(transport.options_schema, {})
+        problem = transport.check_messages(largest, options)
+        if problem:
+            option, _, what = problem.partition(": ")
+            found.add(f"transport_options.{tname}.{option}", f"{what} (flow {flow!r})")
 
 
 def _check_instance_names(exp: Experiment) -> None:

@@ -24,6 +24,11 @@
 // "nodes" follows --taps, then the access point (ap mode). data_mpdu_tx counts the data
 // frames (MPDUs, retransmissions included) each node put on the air: in ap mode the AP's
 // count is the stations' relayed traffic.
+// `--background-pairs` N (ad-hoc only) adds 2N stations without taps on the same channel,
+// placed beside the line: station 2k sends `--background-bytes` frames to station 2k+1 as a
+// Poisson stream of `--background-mbit` Mbit/s (unicast: ACKed and retried like any data
+// frame), the traffic and interference of other stations sharing the channel. Their frames
+// are counted in the stats line as "background":{"offered":..,"sent":..,"queue_drop":..}.
 // Lag samples taken before `--warmup` seconds of simulated time are not counted (tap
 // creation forks a helper at t=0). SIGTERM/SIGINT stop the simulation cleanly and write a
 // last line with "type":"final".
@@ -318,6 +323,41 @@ CpuSeconds()
            ru.ru_stime.tv_usec * 1e-6;
 }
 
+/// Other stations on the channel: a Poisson stream of unicast frames from one background
+/// station to its partner (see the file header).
+struct BackgroundPair
+{
+    Ptr<NetDevice> from;
+    Address to;
+    uint32_t bytes = 1000;
+    Ptr<ExponentialRandomVariable> gap; // seconds between frames
+};
+
+std::vector<BackgroundPair> g_background;
+uint64_t g_backgroundOffered = 0;
+uint64_t g_backgroundSent = 0; // accepted by the sender's MAC queue
+uint64_t g_backgroundDropped = 0;
+
+/// EtherType of the background frames (IEEE 802 local experimental): the receiving node has
+/// no handler for it, so the frames are ACKed by the MAC and then discarded.
+const uint16_t kBackgroundEtherType = 0x88B5;
+
+void
+SendBackground(size_t k)
+{
+    BackgroundPair& b = g_background[k];
+    ++g_backgroundOffered;
+    if (b.from->Send(Create<Packet>(b.bytes), b.to, kBackgroundEtherType))
+    {
+        ++g_backgroundSent;
+    }
+    else
+    {
+        ++g_backgroundDropped;
+    }
+    Simulator::Schedule(Seconds(b.gap->GetValue()), &SendBackground, k);
+}
+
 void
 WriteLine(const char* type)
 {
@@ -351,7 +391,14 @@ WriteLine(const char* type)
            << (c.smallArrivals ? double(c.smallAheadSum) / c.smallArrivals : 0.0)
            << ",\"small_ahead_max\":" << c.smallAheadMax << "}";
     }
-    os << "]}\n";
+    os << "]";
+    if (!g_background.empty())
+    {
+        os << ",\"background\":{\"pairs\":" << g_background.size() << ",\"offered\":"
+           << g_backgroundOffered << ",\"sent\":" << g_backgroundSent << ",\"queue_drop\":"
+           << g_backgroundDropped << "}";
+    }
+    os << "}\n";
     std::string line = os.str();
     fputs(line.c_str(), g_stats);
     fflush(g_stats);
@@ -523,6 +570,9 @@ main(int argc, char* argv[])
     double frameErrorRate = 0.0;
     double errorBurst = 1.0;
     uint32_t retryLimit = 7;
+    uint32_t backgroundPairs = 0;
+    double backgroundMbit = 0.0;
+    uint32_t backgroundBytes = 1000;
 
     CommandLine cmd(__FILE__);
     cmd.Usage("Real-time 802.11a/g/n channel between Linux tap devices (see the file header).");
@@ -538,6 +588,11 @@ main(int argc, char* argv[])
     cmd.AddValue("error-burst", "mean length in frames of a run of lost data frames (1 = "
                  "independent losses)", errorBurst);
     cmd.AddValue("retry-limit", "802.11 retry limit (MaxSsrc and MaxSlrc)", retryLimit);
+    cmd.AddValue("background-pairs", "pairs of other stations on the channel (ad-hoc only), "
+                 "each sending a Poisson stream of unicast frames to its partner", backgroundPairs);
+    cmd.AddValue("background-mbit", "offered rate of each background pair, Mbit/s of frame "
+                 "payload", backgroundMbit);
+    cmd.AddValue("background-bytes", "payload bytes of a background frame", backgroundBytes);
     cmd.AddValue("small-bytes", "packets up to this size count as small in the queue stats",
                  g_smallBytes);
     cmd.AddValue("rate", "fixed data mode of --manager constant (e.g. OfdmRate6Mbps, "
@@ -593,7 +648,19 @@ main(int argc, char* argv[])
                      "--error-burst >= 1 and 1 <= --retry-limit <= 255\n");
         return 2;
     }
+    if (backgroundPairs > 16 || backgroundMbit < 0 || backgroundBytes < 1 ||
+        backgroundBytes > 2304 || (backgroundPairs > 0 && backgroundMbit <= 0))
+    {
+        std::fprintf(stderr, "netloop_wifi_link: need --background-pairs <= 16, --background-mbit > 0 "
+                     "with pairs, 1 <= --background-bytes <= 2304\n");
+        return 2;
+    }
     const bool infrastructure = mode == "ap";
+    if (infrastructure && backgroundPairs > 0)
+    {
+        std::fprintf(stderr, "netloop_wifi_link: --background-pairs needs --mode adhoc\n");
+        return 2;
+    }
     if (infrastructure && g_taps.size() != 2)
     {
         std::fprintf(stderr, "netloop_wifi_link: --mode ap takes exactly 2 --taps (the stations)\n");
@@ -707,6 +774,40 @@ main(int argc, char* argv[])
     mobility.SetMobilityModel("ns3::ConstantPositionMobilityModel");
     mobility.Install(nodes);
     mobility.Install(apNode);
+
+    // Background stations: pair k at y = (k + 1) * distance beside the line, its two
+    // stations at x = 0 and x = distance (in range of, and contending with, the tapped nodes).
+    NodeContainer backgroundNodes;
+    if (backgroundPairs > 0)
+    {
+        backgroundNodes.Create(2 * backgroundPairs);
+        NetDeviceContainer bgDevices = wifi.Install(phy, mac, backgroundNodes);
+        Ptr<ListPositionAllocator> bgPositions = CreateObject<ListPositionAllocator>();
+        for (uint32_t k = 0; k < backgroundPairs; ++k)
+        {
+            bgPositions->Add(Vector(0.0, (k + 1) * distance, 0.0));
+            bgPositions->Add(Vector(distance, (k + 1) * distance, 0.0));
+        }
+        MobilityHelper bgMobility;
+        bgMobility.SetPositionAllocator(bgPositions);
+        bgMobility.SetMobilityModel("ns3::ConstantPositionMobilityModel");
+        bgMobility.Install(backgroundNodes);
+        const double meanGap = backgroundBytes * 8.0 / (backgroundMbit * 1e6);
+        for (uint32_t k = 0; k < backgroundPairs; ++k)
+        {
+            BackgroundPair b;
+            b.from = bgDevices.Get(2 * k);
+            b.to = bgDevices.Get(2 * k + 1)->GetAddress();
+            b.bytes = backgroundBytes;
+            b.gap = CreateObject<ExponentialRandomVariable>();
+            b.gap->SetAttribute("Mean", DoubleValue(meanGap));
+            g_background.push_back(b);
+        }
+        for (size_t k = 0; k < g_background.size(); ++k)
+        {
+            Simulator::Schedule(Seconds(warmup + g_background[k].gap->GetValue()), &SendBackground, k);
+        }
+    }
 
     for (uint32_t i = 0; i < all.GetN(); ++i)
     {

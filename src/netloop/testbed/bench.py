@@ -6,6 +6,8 @@
   ``wifi6``;
 * :func:`wifi_figures` — UDP RTT, TCP goodput, ns-3 CPU and lag of each Wi-Fi profile
   (ad-hoc and access point, 802.11a/g/n);
+* :func:`lag_under_load` — the same with busy processes competing for the CPUs, with ns-3 at
+  normal scheduling and at the profile's SCHED_FIFO priority (why profiles set ``rt_priority``);
 * :func:`up_down_times` — median time to bring each profile up and down.
 
 All return plain dicts (JSON-ready).
@@ -118,6 +120,28 @@ def ns3_saturation(profile: str = "wifi6", seconds: float = 8.0,
             "valid": h["valid"]}
 
 
+def _cpu_hogs(n: int) -> list[subprocess.Popen]:
+    """``n`` processes that spin on a CPU until killed (the load of a busy 2-core machine)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def lag_under_load(profile: str = "wifi6", hogs: int = 2, seconds: float = 6.0) -> dict:
+    """ns-3's real-time lag during bulk TCP over ``profile`` while ``hogs`` busy processes
+    compete for the CPUs: with normal scheduling (rt_priority 0) and with the profile's
+    SCHED_FIFO priority. {"hogs", "normal": {...}, "rt_priority": {...}}"""
+    rt = load_profile(profile).get("rt_priority") or 10
+    out: dict = {"profile": profile, "hogs": hogs, "cpus": os.cpu_count()}
+    for case, prio in (("normal", 0), ("rt_priority", rt)):
+        procs = _cpu_hogs(hogs)
+        try:
+            out[case] = dict(ns3_saturation(profile, seconds, {"rt_priority": prio}), rt_priority=prio)
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+    return out
+
+
 #: The Wi-Fi profiles measured side by side: ad-hoc against access point at the same rate.
 WIFI_PROFILES = ("wifi6", "wifi6_ap", "wifi_g54", "wifi_n_mcs7", "wifi_n_mcs7_ap")
 
@@ -171,6 +195,7 @@ def run_all(repeats: int = 3) -> dict:
     if os.geteuid() != 0:
         return {"skipped": "testbed benchmarks need root (network namespaces)"}
     res = {"up_down": up_down_times(repeats=repeats), "ns3_wifi6": ns3_saturation("wifi6"),
+           "lag_under_load": lag_under_load("wifi6"),
            "wifi": {name: wifi_figures(name) for name in WIFI_PROFILES}}
     for name in ("ethernet", "wifi6", "wifi6_2hop", "shaped"):
         with Testbed(load_profile(name)) as tb:

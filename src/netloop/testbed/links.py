@@ -358,7 +358,8 @@ class Ns3WifiLink(TapLink):
             f"--lag-bound={p['lag_bound_ms']}",
             f"--frame-error-rate={p['frame_error_rate']}", f"--error-burst={p['error_burst']}",
             f"--retry-limit={p['retry_limit']}",
-        ]
+        ] + ([f"--background-pairs={p['background_pairs']}", f"--background-mbit={p['background_mbit']}",
+              f"--background-bytes={p['background_bytes']}"] if p["background_pairs"] else [])
 
     def shaper(self) -> dict | None:
         """The htb shaper on every host's net0 (``qdisc_rate_fraction`` > 0), or None.

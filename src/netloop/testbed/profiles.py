@@ -93,6 +93,13 @@ def _wifi_check(cfg: dict, key: str) -> None:
         raise ConfigError("qdisc_rate_fraction", "the air-time shaper is calibrated only for "
                           "standard 802.11a with rate_manager constant (its per-frame air time "
                           f"is known); set it to 0 for {cfg['standard']} / {cfg['rate_manager']}")
+    if cfg["background_pairs"]:
+        if cfg["mode"] != "adhoc":
+            raise ConfigError("background_pairs", "background stations are ad-hoc stations; "
+                              f"mode {cfg['mode']!r} takes background_pairs: 0")
+        if not cfg["background_mbit"]:
+            raise ConfigError("background_mbit", f"background_pairs: {cfg['background_pairs']} "
+                              "needs the rate each pair offers (> 0 Mbit/s)")
 
 
 SCHEMAS["ns3_wifi"] = Map({
@@ -157,6 +164,14 @@ SCHEMAS["ns3_wifi"] = Map({
                            "lost independently; above 1: a two-state Gilbert-Elliott channel "
                            "with the same long-run frame_error_rate, whose bursts can outlast "
                            "the retries)"),
+    "background_pairs": Int(default=0, ge=0, le=16,
+                            doc="pairs of other stations on the channel (ad-hoc only): in range "
+                                "of the hosts, each pair sends a Poisson stream of unicast "
+                                "frames, the contention and collisions of a shared channel"),
+    "background_mbit": Num(default=0.0, ge=0, le=100,
+                           doc="offered rate of each background pair, Mbit/s of frame payload"),
+    "background_bytes": Int(default=1000, ge=1, le=2304,
+                            doc="payload bytes of a background frame"),
     "retry_limit": Int(default=7, ge=1, le=255,
                        doc="802.11 retry limit: transmissions of a data frame before the MAC "
                            "drops it (ns-3 MaxSsrc/MaxSlrc)"),

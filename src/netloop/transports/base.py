@@ -68,6 +68,12 @@ class Transport:
     def stop(self) -> None:
         """Stop what ``start`` started; safe to call more than once."""
 
+    def check_messages(self, largest_bytes: int, options: dict[str, Any]) -> str | None:
+        """Whether this transport, with ``options`` (validated), can carry a message of
+        ``largest_bytes``: ``None`` when it can, else ``"option: what is wrong"`` (checked before a
+        run starts, so an experiment that could never deliver a flow is refused up front)."""
+        return None
+
     def metadata(self) -> dict[str, Any]:
         """What to record about this transport in the run's metadata.json."""
         return {"name": self.name, "description": self.description}

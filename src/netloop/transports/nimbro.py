@@ -190,6 +190,12 @@ class NimbroTransport(RelayTransport):
         self.name, self.mixed, self.description = name, mixed, description
         super().__init__()
 
+    def check_messages(self, largest_bytes: int, options: dict[str, Any]) -> str | None:
+        if largest_bytes > options["max_message_bytes"]:
+            return (f"max_message_bytes: a {largest_bytes}-byte message is larger than max_message_bytes "
+                    f"{options['max_message_bytes']}: the receiving relay would refuse every such message")
+        return None
+
     def detect_implementation(self) -> str:
         return "nimbro" if nimbro_installed() else "own"
 

@@ -68,6 +68,20 @@ OPTIONS = Map({
 })
 
 
+#: bytes of the relay's own header in every datagram (src/relays/wire/format.h kPacketHeaderSize)
+PACKET_HEADER_BYTES = 40
+#: bytes of IP + UDP header in every datagram (kIpUdpOverhead)
+IP_UDP_BYTES = 28
+
+
+def queued_bytes(message_bytes: int, mtu: int) -> int:
+    """Bytes one message occupies in the relay's send queue: its datagrams' payloads with the
+    relay header each (how PriorityQueue::push counts them)."""
+    per_packet = mtu - IP_UDP_BYTES - PACKET_HEADER_BYTES
+    packets = max(1, -(-message_bytes // per_packet))
+    return message_bytes + packets * PACKET_HEADER_BYTES
+
+
 def pacing_rate(options: dict[str, Any], link_mbit: float | None, two_hop: bool) -> float:
     """Pacing rate [Mbit/s]; 0 = unpaced."""
     if options.get("rate_mbit"):
@@ -168,6 +182,15 @@ class PriorityTransport(RelayTransport):
         for spec in self.specs:
             self._launch(spec)
         self._write_record()
+
+    def check_messages(self, largest_bytes: int, options: dict[str, Any]) -> str | None:
+        need = queued_bytes(largest_bytes, options["mtu"])
+        if need > options["max_queue_bytes"]:
+            return (f"max_queue_bytes: a {largest_bytes}-byte message takes {need} bytes of the relay's "
+                    f"send queue (datagrams of mtu {options['mtu']} with a {PACKET_HEADER_BYTES}-byte header "
+                    f"each), more than max_queue_bytes {options['max_queue_bytes']}: the relay would refuse "
+                    f"every such message; set max_queue_bytes to at least {need}")
+        return None
 
     def current_priorities(self) -> dict[str, int]:
         return {t["name"]: t["priority"] for t in (self.processes[0]["params"]["topics"] if self.processes else [])}
