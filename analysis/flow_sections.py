@@ -208,7 +208,8 @@ def bandwidth_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
     for transport in dict.fromkeys(s.run.transport for s in samples):
         points = []
         for size in _values(samples, "size_bytes"):
-            bw = [s.result.bandwidth_mbit or 0.0 for s in samples
+            bw = [s.result.bandwidth_mbit if s.result.bandwidth_mbit is not None and
+                  math.isfinite(s.result.bandwidth_mbit) else 0.0 for s in samples
                   if s.run.transport == transport and s.result.size_bytes == size]
             if bw:
                 points.append((float(size), float(np.median(bw))))

@@ -99,7 +99,7 @@ def test_fig19_shapes_are_judged_as_the_paper_draws_them():
 def test_fig19_table_leaves_lagged_runs_out_and_counts_a_silent_cell_as_zero(tmp_path, capsys):
     res = _bandwidth_campaign(tmp_path, {
         "tcp": dict(zip(SIZES, (4.1, 4.0, 3.9, 4.2, 4.0))),
-        "udp": dict(zip(SIZES, (4.5, 4.4, 4.4, 4.3, None))),          # 256 KB: nothing delivered
+        "udp": dict(zip(SIZES, (4.5, 4.4, 4.4, 4.3, float("nan")))),  # 256 KB: nothing delivered
         "priority": dict(zip(SIZES, (5.3, 5.4, 0.5, 5.4, 5.5)))},     # 16 KB lagged
         invalid={"priority__size_bytes=16384-r0"})
     curves, counts = calibrate.read_bandwidth(res)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -155,8 +156,9 @@ def read_bandwidth(results: Path) -> tuple[dict, dict]:
         for f in run.get("flows") or []:
             if f.get("size_bytes") is None:
                 continue
+            bw = f.get("bandwidth_mbit")
             per.setdefault(run["transport"], {}).setdefault(int(f["size_bytes"]), []).append(
-                f.get("bandwidth_mbit") or 0.0)
+                bw if isinstance(bw, (int, float)) and math.isfinite(bw) else 0.0)
     return ({t: {size: _median(v) for size, v in sorted(sizes.items())} for t, sizes in per.items()},
             counts)
 
