@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,10 +242,21 @@ def _validate_one(data: Any, source: str | None, name: str | None) -> Experiment
             _check_instance_names(exp)
         with found.check():
             get_loop_kind(exp.loop.type).check(exp, hosts)
+        _check_host_computers(exp, hosts, found)
     if not found.found:
         _check_message_sizes(exp, found)
     found.raise_if_any(source)
     return exp
+
+
+def _check_host_computers(exp: Experiment, hosts: list[str], found: Collector) -> None:
+    """``hosts``: only the link's hosts, and no more CPU than the machine has."""
+    cpus = os.cpu_count() or 1
+    for host, computer in exp.hosts.items():
+        if host not in hosts:
+            found.add(f"hosts.{host}", f"unknown host {host!r} for link {exp.link!r}; allowed: {', '.join(hosts)}")
+        elif computer.get("cpu") is not None and computer["cpu"] > cpus:
+            found.add(f"hosts.{host}.cpu", f"{computer['cpu']:g} CPUs is more than this machine has ({cpus})")
 
 
 def _check_message_sizes(exp: Experiment, found: Collector) -> None:

@@ -155,6 +155,13 @@ class Experiment:
     transport: list[str] = key(List(Enum(_transport_names, what="transport"), ["tcp_nodelay"],
                                     "one transport, a list, or all (every transport the package has)", min_len=1,
                                     scalar_ok=True, unique=True))
+    hosts: dict[str, Any] = key(Map({}, {}, "per host name, its computer: cpu = share of one CPU the host's "
+                                            "processes may use (a slow robot computer; cgroup cpu.max, needs root), "
+                                            "e.g. {robot: {cpu: 0.25}}", extra=Map({
+        "cpu": Num(None, "share of one CPU (0.25 = a quarter of a core); none: unlimited", gt=0),
+        "cpu_period_ms": Num(10.0, "the cgroup's accounting period [ms]: the host runs cpu x period in every "
+                                   "period, so a short one slows it evenly", ge=1, le=1000),
+    }, {})))
     transport_options: dict[str, Any] = key(Map({}, {}, "per transport name, its options (e.g. priority: "
                                                         "{priorities: ...})", extra=Any_()))
     repetitions: int = key(Int(1, "runs per cell (transport x sweep values)", ge=1, le=1000))

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from . import paths, rosenv
 from .connections import describe, node_connections
+from .cpulimit import CpuLimits, LimitedHosts, cgroup_root
 from .experiment import RunSpec, estimated_run_seconds, expand, for_cell, link_capacity_mbit
 from .flows import echo_topic, flow_connections, flow_datatype, flow_processes, message_bytes, topic_of
 from .loops import LoopStart, get_loop_kind
@@ -182,6 +183,9 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
         with ExitStack() as stack:
             testbed = stack.enter_context(Testbed(link, log_dir=run_dir / "logs"))
             meta.update(link=testbed.metadata())
+            limits = stack.enter_context(CpuLimits(exp.hosts, run_dir.name))
+            stack.callback(lambda: meta.update(host_cpu_limits=limits.stats()) if limits.paths else None)
+            testbed = LimitedHosts(testbed, limits)
             group = stack.enter_context(ProcessGroup(run_dir / "logs"))
             masters = _start_masters(testbed, group, transport, stack)
             hosts = _Hosts(testbed, group, masters, run_dir / "logs" / "ros")
@@ -283,6 +287,9 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
     (unless ``keep_going`` is false); its failure and logs stay in its run directory."""
     import yaml  # noqa: PLC0415
 
+    if any(h.get("cpu") is not None for h in exp.hosts.values()) or any(
+            p.startswith("hosts.") for p in _sweep_paths(exp.sweep)):
+        cgroup_root()   # CPU limits impossible here (not root, no cpu controller): refused before anything starts
     out_dir = Path(out_dir)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     if not resume:
@@ -311,6 +318,10 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
             break
     _write_campaign(out_dir, exp, cells)
     return out_dir
+
+
+def _sweep_paths(sweep: dict[str, Any]) -> list[str]:
+    return [p for k, v in sweep.items() for p in (v if k == "zip" and isinstance(v, dict) else {k: v})]
 
 
 def _write_campaign(out_dir: Path, exp: Experiment, cells) -> None:

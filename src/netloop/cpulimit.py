@@ -1,0 +1,173 @@
+"""Slow robot computers: a host limited to a share of one CPU (experiment key ``hosts``).
+
+    hosts:
+      robot: {cpu: 0.25}            # a quarter of one core, e.g. a Raspberry Pi 3 beside a laptop
+
+Every process netloop starts on that host (its nodes, its ROS master, the relays) runs in a
+cgroup of its own whose CPU bandwidth is ``cpu`` x ``cpu_period_ms`` of CPU time in every
+``cpu_period_ms`` (cgroup v2 ``cpu.max``, or cgroup v1 ``cpu.cfs_quota_us`` /
+``cpu.cfs_period_us`` where the cpu controller is mounted as v1, as on this machine). With a
+short period (10 ms by default) the host is not stopped for long stretches but runs slower
+overall, which is how a slower CPU clock looks to a ROS node: Jordan et al. found that
+halving the CPU clock doubled the latency at high message rates. The link emulator is not
+limited (it is not part of any host).
+
+:class:`CpuLimits` creates the cgroups before anything starts, wraps each limited host's
+command prefix so that a process joins its cgroup before it execs, records the kernel's
+throttling counters, and removes the cgroups when the run ends (nothing is left behind).
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .schema import ConfigError
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def _v2_root() -> Path | None:
+    """The cgroup v2 hierarchy whose cpu controller can be used, else None."""
+    for root in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
+        controllers = root / "cgroup.controllers"
+        try:
+            if "cpu" in controllers.read_text().split():
+                return root
+        except OSError:
+            continue
+    return None
+
+
+def _v1_root() -> Path | None:
+    root = CGROUP_ROOT / "cpu"
+    return root if (root / "cpu.cfs_quota_us").exists() else None
+
+
+def cgroup_root() -> tuple[str, Path]:
+    """("v2"|"v1", the hierarchy netloop's cgroups go under); ConfigError naming ``hosts``
+    and why when CPU limits cannot be set here."""
+    if os.geteuid() != 0:
+        raise ConfigError("hosts", "a CPU limit (hosts.<host>.cpu) needs root: netloop creates a cgroup "
+                                   "per limited host")
+    v2 = _v2_root()
+    if v2 is not None:
+        return "v2", v2
+    v1 = _v1_root()
+    if v1 is not None:
+        return "v1", v1
+    raise ConfigError("hosts", f"a CPU limit needs the cgroup cpu controller (cgroup v2 cpu.max or v1 "
+                               f"cpu.cfs_quota_us); neither is mounted under {CGROUP_ROOT}")
+
+
+class CpuLimits:
+    """The cgroups of one run's CPU-limited hosts. ``limits``: {host: {"cpu": share of one
+    CPU, "cpu_period_ms": period}}; ``tag`` names the cgroups (unique per run)."""
+
+    def __init__(self, limits: dict[str, Any], tag: str):
+        self.limits = {h: v for h, v in limits.items() if v.get("cpu") is not None}
+        self.tag = "".join(c if c.isalnum() or c in "-_" else "_" for c in tag)[-60:]
+        self.paths: dict[str, Path] = {}
+        self.version = None
+
+    def __enter__(self) -> "CpuLimits":
+        if not self.limits:
+            return self
+        self.version, root = cgroup_root()
+        if self.version == "v2":
+            self._enable_cpu(root)
+        try:
+            for host, limit in self.limits.items():
+                path = root / f"netloop-{os.getpid()}-{self.tag}-{host}"
+                path.mkdir()
+                self.paths[host] = path
+                period_us = int(limit["cpu_period_ms"] * 1000)
+                quota_us = max(1000, int(round(limit["cpu"] * period_us)))
+                if self.version == "v2":
+                    (path / "cpu.max").write_text(f"{quota_us} {period_us}")
+                else:
+                    (path / "cpu.cfs_period_us").write_text(str(period_us))
+                    (path / "cpu.cfs_quota_us").write_text(str(quota_us))
+        except BaseException:
+            self.remove()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+    @staticmethod
+    def _enable_cpu(root: Path) -> None:
+        control = root / "cgroup.subtree_control"
+        if "cpu" not in control.read_text().split():
+            control.write_text("+cpu")
+
+    def wrapper(self, host: str) -> list[str]:
+        """What to put before a command so that it runs in ``host``'s cgroup ([] when the
+        host is not limited): a shell that moves itself into the cgroup, then execs."""
+        path = self.paths.get(host)
+        if path is None:
+            return []
+        return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(path)]
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per limited host: the limit and the kernel's counters (periods, throttled periods,
+        throttled time, CPU used)."""
+        out = {}
+        for host, path in self.paths.items():
+            limit = self.limits[host]
+            entry: dict[str, Any] = {"cpu": limit["cpu"], "cpu_period_ms": limit["cpu_period_ms"],
+                                     "cgroup": str(path), "cgroup_version": self.version}
+            try:
+                fields = dict(line.split() for line in (path / "cpu.stat").read_text().splitlines() if line)
+                entry.update(periods=int(fields.get("nr_periods", 0)), throttled_periods=int(fields.get("nr_throttled", 0)),
+                             throttled_s=(int(fields["throttled_usec"]) / 1e6 if "throttled_usec" in fields
+                                          else int(fields.get("throttled_time", 0)) / 1e9))
+                if "usage_usec" in fields:   # v2 only; v1 keeps it in the cpuacct hierarchy
+                    entry["cpu_s"] = int(fields["usage_usec"]) / 1e6
+            except (OSError, ValueError):
+                pass
+            out[host] = entry
+        return out
+
+    def remove(self) -> None:
+        """Remove the cgroups (their processes have ended by now; a straggler is moved to the
+        parent first, so nothing is left behind)."""
+        for host, path in list(self.paths.items()):
+            for _ in range(50):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    self._evict(path)
+                    time.sleep(0.02)
+            self.paths.pop(host, None)
+
+    @staticmethod
+    def _evict(path: Path) -> None:
+        try:
+            pids = (path / "cgroup.procs").read_text().split()
+        except OSError:
+            return
+        for pid in pids:
+            try:
+                (path.parent / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass
+
+
+class LimitedHosts:
+    """The testbed seen through the CPU limits: the same hosts and addresses, with every
+    limited host's command prefix joining its cgroup."""
+
+    def __init__(self, testbed, limits: CpuLimits):
+        self._testbed, self._limits = testbed, limits
+
+    def exec_prefix(self, host: str) -> list[str]:
+        return self._testbed.exec_prefix(host) + self._limits.wrapper(host)
+
+    def __getattr__(self, name: str):
+        return getattr(self._testbed, name)

@@ -1,0 +1,71 @@
+"""Slow robot computers (experiment key ``hosts``): a host limited to a share of one CPU by a
+cgroup. Real runs on loopback: Jordan's echo at 500 Hz, the robot at 5 % of a core against an
+unlimited robot; the round trip must rise, the kernel must report the throttling, and no
+cgroup may be left behind."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from campaign_helpers import recorded_flows, run_campaign
+
+from netloop import cpulimit
+from netloop.analysis.flow_run import analyse_flow
+from netloop.experiment import validate_experiment
+from netloop.rundir import read_metadata
+from netloop.schema import ConfigError
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: CPU limits are cgroups")
+
+
+def _netloop_cgroups() -> list[str]:
+    return [str(p) for root in (cpulimit.CGROUP_ROOT, cpulimit.CGROUP_ROOT / "cpu", cpulimit.CGROUP_ROOT / "unified")
+            if root.is_dir() for p in root.glob("netloop-*")]
+
+
+@pytest.mark.parametrize("hosts, key, words", [
+    ({"robot": {"cpu": 0}}, "hosts.robot.cpu", "> 0"),
+    ({"robot": {"cpu": -0.5}}, "hosts.robot.cpu", "> 0"),
+    ({"moon": {"cpu": 0.5}}, "hosts.moon", "allowed: robot, operator"),
+    ({"robot": {"cpu": 1000}}, "hosts.robot.cpu", "more than this machine has"),
+    ({"robot": {"cpu": 0.5, "cpu_period_ms": 0.1}}, "hosts.robot.cpu_period_ms", ">= 1"),
+])
+def test_bad_cpu_limits_are_refused_naming_the_key(hosts, key, words):
+    with pytest.raises(ConfigError) as err:
+        validate_experiment({"hosts": hosts}, name="x")
+    assert err.value.key == key and words in str(err.value)
+
+
+def test_no_cpu_controller_is_a_clear_refusal(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpulimit, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(ConfigError) as err:
+        cpulimit.cgroup_root()
+    assert err.value.key == "hosts" and "cgroup cpu controller" in str(err.value)
+
+
+@needs_root
+@pytest.mark.timeout(180)
+def test_a_slow_robot_computer_stretches_the_round_trip_and_leaves_nothing_behind(tmp_path):
+    before = _netloop_cgroups()
+    _, out = run_campaign(tmp_path, {
+        "transport": "tcp_nodelay", "loop": {"type": "none"},
+        "hosts": {"robot": {"cpu": 2.0}},
+        "sweep": {"hosts.robot.cpu": [2.0, 0.05]},
+        "flows": [{"name": "ping", "kind": "echo", "from": "robot", "to": ["operator"], "size_bytes": 1024,
+                   "period": 0.002, "count": 1500, "start_delay": 0.5}]}, "slowcpu")
+    rtt = {}
+    for run in sorted((out / "runs").iterdir()):
+        meta = read_metadata(run)
+        assert meta["status"] == "complete", meta.get("error")
+        limit = meta["host_cpu_limits"]["robot"]
+        f = analyse_flow(run, recorded_flows(run)[0])
+        assert f.ok and f.MDR >= 0.9, f
+        rtt[limit["cpu"]] = (float(np.percentile(f.delays_ms, 95)), limit)
+    fast, slow = rtt[2.0], rtt[0.05]
+    assert slow[1]["throttled_periods"] > 10 and slow[1]["cpu_period_ms"] == 10.0, slow
+    assert fast[1]["throttled_periods"] == 0, fast
+    # 0.5 ms of CPU in every 10 ms: a round trip waits for the robot's next slice
+    assert slow[0] > 3 * fast[0] and slow[0] > 5.0, (slow[0], fast[0])
+    assert _netloop_cgroups() == before
