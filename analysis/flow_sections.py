@@ -221,9 +221,9 @@ def bandwidth_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
     plots.bandwidth_curves(curves, path, title=f"Flow {entry}: delivered bandwidth against the message size",
                            offered=sorted(offered.items()), capacity_mbit=capacity_mbit)
     worst = min(curves, key=lambda t: min(b for _, b in curves[t]))
-    caption = (f"Bandwidth delivered at the receiver (message bytes × 8 over the receiving time, median "
-               f"of the repetitions) per transport against the message size (log axis), with the load "
-               f"the sender offered (dashed)" + (f" and the link's nominal capacity ({fmt(capacity_mbit, 1)} "
+    caption = ("Bandwidth delivered at the receiver (message bytes × 8 over the receiving time, median "
+               "of the repetitions) per transport against the message size (log axis), with the load "
+               "the sender offered (dashed)" + (f" and the link's nominal capacity ({fmt(capacity_mbit, 1)} "
                                                  f"Mbit/s, dotted)" if capacity_mbit else "") +
                f". Lowest: {worst}, {fmt(min(b for _, b in curves[worst]), 2)} Mbit/s at "
                f"{fmt(min(curves[worst], key=lambda p: p[1])[0], 0)} bytes.")

@@ -167,7 +167,9 @@ class LimitedHosts:
         self._testbed, self._limits = testbed, limits
 
     def exec_prefix(self, host: str) -> list[str]:
-        return self._testbed.exec_prefix(host) + self._limits.wrapper(host)
+        # the cgroup is joined first: inside `ip netns exec` /sys is a fresh sysfs without the
+        # cgroup mounts, and membership carries over the execs that follow
+        return self._limits.wrapper(host) + self._testbed.exec_prefix(host)
 
     def __getattr__(self, name: str):
         return getattr(self._testbed, name)
