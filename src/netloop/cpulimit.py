@@ -61,6 +61,20 @@ def cgroup_root() -> tuple[str, Path]:
                                f"cpu.cfs_quota_us); neither is mounted under {CGROUP_ROOT}")
 
 
+#: the kernel's smallest CFS quota
+MIN_QUOTA_US = 1000
+
+
+def quota(share: float, period_ms: float) -> tuple[int, int]:
+    """(period, quota) in microseconds for ``share`` of one CPU: ``period_ms``, lengthened
+    where the share of it would be below the kernel's 1 ms minimum quota (so the share is
+    kept exactly, not rounded up)."""
+    period_us = int(round(period_ms * 1000))
+    if share * period_us < MIN_QUOTA_US:
+        period_us = int(-(-MIN_QUOTA_US // share))
+    return period_us, max(MIN_QUOTA_US, int(round(share * period_us)))
+
+
 class CpuLimits:
     """The cgroups of one run's CPU-limited hosts. ``limits``: {host: {"cpu": share of one
     CPU, "cpu_period_ms": period}}; ``tag`` names the cgroups (unique per run)."""
@@ -69,6 +83,7 @@ class CpuLimits:
         self.limits = {h: v for h, v in limits.items() if v.get("cpu") is not None}
         self.tag = "".join(c if c.isalnum() or c in "-_" else "_" for c in tag)[-60:]
         self.paths: dict[str, Path] = {}
+        self.effective: dict[str, dict[str, int]] = {}
         self.version = None
 
     def __enter__(self) -> "CpuLimits":
@@ -82,8 +97,8 @@ class CpuLimits:
                 path = root / f"netloop-{os.getpid()}-{self.tag}-{host}"
                 path.mkdir()
                 self.paths[host] = path
-                period_us = int(limit["cpu_period_ms"] * 1000)
-                quota_us = max(1000, int(round(limit["cpu"] * period_us)))
+                period_us, quota_us = quota(limit["cpu"], limit["cpu_period_ms"])
+                self.effective[host] = {"quota_us": quota_us, "period_us": period_us}
                 if self.version == "v2":
                     (path / "cpu.max").write_text(f"{quota_us} {period_us}")
                 else:
@@ -118,7 +133,7 @@ class CpuLimits:
         for host, path in self.paths.items():
             limit = self.limits[host]
             entry: dict[str, Any] = {"cpu": limit["cpu"], "cpu_period_ms": limit["cpu_period_ms"],
-                                     "cgroup": str(path), "cgroup_version": self.version}
+                                     "cgroup": str(path), "cgroup_version": self.version, **self.effective[host]}
             try:
                 fields = dict(line.split() for line in (path / "cpu.stat").read_text().splitlines() if line)
                 entry.update(periods=int(fields.get("nr_periods", 0)), throttled_periods=int(fields.get("nr_throttled", 0)),

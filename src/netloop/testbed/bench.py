@@ -100,6 +100,10 @@ def rtt(tb: Testbed, src: str = "robot", dst: str = "operator", count: int = 20,
     return _json_out(ping.stdout, "udp-ping")
 
 
+def _ms(value):
+    return None if value is None else round(value, 3)
+
+
 def ns3_saturation(profile: str = "wifi6", seconds: float = 8.0,
                    overrides: dict | None = None) -> dict:
     """ns-3 CPU use (fraction of one core) and real-time lag during bulk TCP over ``profile``."""
@@ -115,7 +119,7 @@ def ns3_saturation(profile: str = "wifi6", seconds: float = 8.0,
         h = tb.health(since=t0)
     return {"profile": profile, "goodput_mbit_s": round(g["mbit_s"], 3),
             "ns3_cpu_fraction": round((c1 - c0) / (t1 - t0), 3),
-            "max_lag_ms": h["max_lag_ms"], "mean_lag_ms": h["mean_lag_ms"],
+            "max_lag_ms": _ms(h["max_lag_ms"]), "mean_lag_ms": _ms(h["mean_lag_ms"]),
             "late_fraction": h["late_fraction"], "lag_bound_ms": h["lag_bound_ms"],
             "valid": h["valid"]}
 

@@ -38,7 +38,7 @@ TARGETS = {"extra_delay_ms": 2.0, "std_Jd_ms": 3.0, "goodput_ratio": 0.9}
 RELAYS = ["nimbro", "nimbro_mixed", "multimaster", "priority"]
 
 
-def _run(doc: dict, out: Path, name: str) -> tuple[dict, Path]:
+def _run(doc: dict, out: Path, name: str) -> tuple[Any, Path]:
     from ..experiment import validate_experiment  # noqa: PLC0415
     from ..runner import run_experiment  # noqa: PLC0415
 
@@ -47,7 +47,7 @@ def _run(doc: dict, out: Path, name: str) -> tuple[dict, Path]:
     return cfg, out / name
 
 
-def _flow(run_dir: Path, flow: dict) -> dict[str, Any]:
+def _flow(run_dir: Path, flow) -> dict[str, Any]:
     from ..analysis.flow_run import analyse_flow  # noqa: PLC0415
 
     r = analyse_flow(run_dir, flow)
@@ -76,9 +76,9 @@ def priority_wifi(out: Path, laser_count: int = 500) -> dict[str, Any]:
         cfg, camp = _run({"link": "wifi6", "transport": transport, "loop": {"type": "none"}, "flows": flows,
                           "transport_options": opts, "run_timeout": 200}, out, f"wifi_{key.replace('/', '+')}")
         run_dir = camp / "runs" / f"{transport.replace('/', '+')}-r0"
-        res[key] = {"run": _status(run_dir), "laser": _flow(run_dir, cfg["flows"][0])}
+        res[key] = {"run": _status(run_dir), "laser": _flow(run_dir, cfg.flows[0])}
         if len(flows) > 1:
-            res[key]["image"] = _flow(run_dir, cfg["flows"][1])
+            res[key]["image"] = _flow(run_dir, cfg.flows[1])
     ok = res["priority"]["laser"].get("ok") and res["unperturbed"]["laser"].get("ok")
     if ok:
         extra = res["priority"]["laser"]["D_mean_ms"] - res["unperturbed"]["laser"]["D_mean_ms"]
@@ -136,7 +136,7 @@ def goodput_wifi(out: Path) -> dict[str, Any]:
     cfg, camp = _run({"link": "wifi6", "transport": "priority", "loop": {"type": "none"}, "flows": [bulk],
                       "transport_options": {"priority": {"rt_priority": 5}}, "run_timeout": 200}, out, "wifi_bulk")
     run_dir = camp / "runs" / "priority-r0"
-    flow = _flow(run_dir, cfg["flows"][0])
+    flow = _flow(run_dir, cfg.flows[0])
     raw_payload = raw["mbit_s"]
     ratio = flow.get("bandwidth_mbit", 0.0) / raw_payload if raw_payload else None
     return {"udp_raw": {k: raw[k] for k in ("datagrams", "mbit_s")}, "priority_bulk": flow, "run": _status(run_dir),
@@ -177,7 +177,7 @@ def loopback(out: Path, count: int = 500) -> dict[str, Any]:
         cfg, camp = _run({"link": "loopback", "transport": transport, "loop": {"type": "none"}, "flows": [flow]},
                          out, f"loopback_{transport}")
         run_dir = camp / "runs" / f"{transport}-r0"
-        f = _flow(run_dir, cfg["flows"][0])
+        f = _flow(run_dir, cfg.flows[0])
         entry = {"run": _status(run_dir)["status"], **{k: f.get(k) for k in ("MDR", "D_p50_ms", "D_p99_ms")}}
         if transport != "tcp_nodelay":
             entry.update(_relay_cpu(run_dir))
