@@ -32,6 +32,8 @@ def test_echo_round_trip_on_loopback(tmp_path):
         run = out / "runs" / f"{transport}-r0"
         meta = read_metadata(run)
         assert meta["status"] == "complete", meta.get("error")
+        # the CPU time the hypervisor took during the run, to tell a lagging emulator's cause
+        assert isinstance(meta["cpu_steal_s"], float) and meta["cpu_steal_s"] >= 0, meta.get("cpu_steal_s")
         expected = "UDPROS" if transport == "udp" else "TCPROS+NODELAY"
         assert meta["negotiated_transport"] == {"/flows/ping": expected, "/flows/ping/echo": expected}
         echoed = read_events(run / "records" / "flow_ping_echo.csv")

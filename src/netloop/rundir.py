@@ -157,6 +157,17 @@ def host_info() -> dict[str, Any]:
             "cores": os.cpu_count(), "python": platform.python_version()}
 
 
+def cpu_steal_seconds() -> float | None:
+    """CPU time the hypervisor has taken from this (virtual) machine since boot, summed over
+    its CPUs (``steal`` in /proc/stat); None where the kernel does not report it."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK") if fields[0] == "cpu" and len(fields) > 8 else None
+    except (OSError, ValueError):
+        return None
+
+
 def ros_info() -> dict[str, Any]:
     version = None
     try:

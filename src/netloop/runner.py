@@ -26,7 +26,7 @@ from .loops import LoopStart, get_loop_kind
 from .master import MasterError, RosMaster
 from .model import Experiment
 from .processes import ProcessGroup, log_tail
-from .rundir import RunMetadata, create_run_dir, read_metadata, write_json_atomic
+from .rundir import RunMetadata, cpu_steal_seconds, create_run_dir, read_metadata, write_json_atomic
 from .schema import to_dict
 from .testbed import Testbed, load_profile
 from .transports import CrossingTopic, TransportContext, get_transport
@@ -179,6 +179,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
                        link=link, loop=kind.metadata(exp))
     status, error = "failed", None
     exit_codes: dict[str, Any] = {}
+    steal_before = cpu_steal_seconds()
     try:
         with ExitStack() as stack:
             testbed = stack.enter_context(Testbed(link, log_dir=run_dir / "logs"))
@@ -243,10 +244,14 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             exit_codes.update(group.stop_all())
             meta.update(cpu=group.cpu_by_host(time.monotonic() - nodes_started))
             health = testbed.health()
-            meta.update(link_health=health)
+            steal = _steal_since(steal_before)
+            meta.update(link_health=health, cpu_steal_s=steal)
             status = "complete" if health.get("valid", True) else "invalid"
             if status == "invalid":
                 error = f"link emulation invalid: {health.get('reason')}"
+                if steal:
+                    error += (f"; the hypervisor took {steal:.2f} s of CPU time from this machine during "
+                              f"the run (steal in /proc/stat)")
     except Interrupted as sig:
         status, error = "interrupted", f"stopped by {sig}"
         raise
@@ -318,6 +323,11 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
             break
     _write_campaign(out_dir, exp, cells)
     return out_dir
+
+
+def _steal_since(before: float | None) -> float | None:
+    now = cpu_steal_seconds()
+    return None if now is None or before is None else round(now - before, 3)
 
 
 def _sweep_paths(sweep: dict[str, Any]) -> list[str]:
