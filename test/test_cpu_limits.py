@@ -74,5 +74,5 @@ def test_a_slow_robot_computer_stretches_the_round_trip_and_leaves_nothing_behin
     assert fast[1]["throttled_periods"] == 0, fast
     assert slow[1]["quota_us"] == 1000 and slow[1]["period_us"] == 10000, slow
     # 1 ms of CPU in every 10 ms is less than 2000 round trips a second need: they wait
-    assert slow[0] > 3 * fast[0] and slow[0] > 5.0, (slow[0], fast[0])
+    assert slow[0] > 5 * fast[0] and slow[0] > 2.0, (slow[0], fast[0])
     assert _netloop_cgroups() == before
