@@ -292,8 +292,7 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
     (unless ``keep_going`` is false); its failure and logs stay in its run directory."""
     import yaml  # noqa: PLC0415
 
-    if any(h.get("cpu") is not None for h in exp.hosts.values()) or any(
-            p.startswith("hosts.") for p in _sweep_paths(exp.sweep)):
+    if any(h.get("cpu") is not None for cell in expand(exp) for h in for_cell(exp, cell).experiment.hosts.values()):
         cgroup_root()   # CPU limits impossible here (not root, no cpu controller): refused before anything starts
     out_dir = Path(out_dir)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
@@ -328,10 +327,6 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
 def _steal_since(before: float | None) -> float | None:
     now = cpu_steal_seconds()
     return None if now is None or before is None else round(now - before, 3)
-
-
-def _sweep_paths(sweep: dict[str, Any]) -> list[str]:
-    return [p for k, v in sweep.items() for p in (v if k == "zip" and isinstance(v, dict) else {k: v})]
 
 
 def _write_campaign(out_dir: Path, exp: Experiment, cells) -> None:
