@@ -204,12 +204,17 @@ def _published_shape(transport: str) -> str:
     return f"{name}: flat ≈ {level:g}" if shape == "flat" else f"{name}: flat > {level:g}"
 
 
+def _runs_line(counts: dict) -> str:
+    """How many runs a campaign had and which were left out because ns-3 lagged."""
+    return (f"runs: {counts['runs']}, left out for ns-3 lag: {counts['invalid']}"
+            + (f" ({', '.join(counts['invalid_runs'])})" if counts["invalid_runs"] else ""))
+
+
 def format_fig19(curves: dict, counts: dict, profile: str, results: Path) -> str:
     sizes = sorted({s for c in curves.values() for s in c})
     lines = [f"Fig. 19 on '{profile}': delivered Mbit/s of one saturated sender against the message size "
              f"({results})",
-             f"runs: {counts['runs']}, left out for ns-3 lag: {counts['invalid']}"
-             + (f" ({', '.join(counts['invalid_runs'])})" if counts["invalid_runs"] else ""), "",
+             _runs_line(counts), "",
              "| transport | the paper's curve | " + " | ".join(_size(s) for s in sizes) + " | verdict |",
              "|---|---|" + "---|" * len(sizes) + "---|"]
     ok = judged = 0
@@ -264,9 +269,7 @@ def fidelity(ours: dict) -> dict:
 def format_table(result: dict, counts: dict, profile: str, results: Path) -> str:
     lines = [f"Fidelity of '{profile}' against the Pound paper, Tables I (laser) and II (image), "
              f"2 nodes ({results})",
-             f"runs: {counts['runs']}, left out for ns-3 lag: {counts['invalid']}"
-             + (f" ({', '.join(counts['invalid_runs'])})" if counts["invalid_runs"] else ""),
-             "", "| flow | method (transport) | D: published → netloop (ratio) | "
+             _runs_line(counts), "", "| flow | method (transport) | D: published → netloop (ratio) | "
              "std(J_d): published → netloop (ratio) | MDR %: published → netloop | verdict |",
              "|---|---|---|---|---|---|"]
     groups: dict[tuple, dict] = {}
