@@ -275,8 +275,13 @@ def scaling_curves(curves: dict[str, list[tuple[float, float, float, float]]], p
     if xs_all and max(xs_all) / max(min(xs_all), 1e-12) >= 10:
         ax.set_xscale("log")
     ax.set_yscale("log")
+    return _save_curves(fig, ax, path, xlabel, ylabel + " (median, 5–95 % band)", title)
+
+
+def _save_curves(fig, ax, path: Path, xlabel: str, ylabel: str, title: str) -> Path:
+    """Label, grid (minor ticks too, for log axes), legend and save a figure of curves."""
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel + " (median, 5–95 % band)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8)
@@ -305,12 +310,4 @@ def bandwidth_curves(curves: dict[str, list[tuple[float, float]]], path: Path, t
     top = max([b for pts in curves.values() for _, b in pts] + [y for _, y in offered or []] +
               [capacity_mbit or 0.0])
     ax.set_ylim(0, 1.1 * top if top > 0 else 1.0)
-    ax.set_xlabel("message size [bytes]")
-    ax.set_ylabel("delivered bandwidth [Mbit/s]")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save_curves(fig, ax, path, "message size [bytes]", "delivered bandwidth [Mbit/s]", title)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from . import paths, rosenv
 from .connections import describe, node_connections
 from .cpulimit import CpuLimits, LimitedHosts, cgroup_root
-from .experiment import RunSpec, estimated_run_seconds, expand, for_cell, link_capacity_mbit
+from .experiment import RunSpec, estimated_run_seconds, expand, for_cell, link_capacity_mbit, sweep_combinations
 from .flows import echo_topic, flow_connections, flow_datatype, flow_processes, message_bytes, topic_of
 from .loops import LoopStart, get_loop_kind
 from .master import MasterError, RosMaster
@@ -292,7 +292,9 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
     (unless ``keep_going`` is false); its failure and logs stay in its run directory."""
     import yaml  # noqa: PLC0415
 
-    if any(h.get("cpu") is not None for cell in expand(exp) for h in for_cell(exp, cell).experiment.hosts.values()):
+    if any(h.get("cpu") is not None for h in exp.hosts.values()) or any(
+            path.startswith("hosts.") and value is not None
+            for combo in sweep_combinations(exp.sweep) for path, value in combo):
         cgroup_root()   # CPU limits impossible here (not root, no cpu controller): refused before anything starts
     out_dir = Path(out_dir)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
