@@ -57,9 +57,13 @@ def test_access_point_forwards_every_frame_so_it_crosses_the_air_twice(tmp_path)
     assert robot["data_mpdu_tx"] + operator["data_mpdu_tx"] >= sent  # and each went up first
     _assert_gone(tb)
 
-    # Against ad-hoc at the same rate: about twice the air time per packet, half the goodput.
+    # Against ad-hoc at the same rate: twice the air time per packet, half the goodput. The
+    # echo's round trip adds one more air crossing each way: a 128-byte frame at 6 Mbit/s with
+    # DIFS, SIFS and its ACK holds the air ~0.29 ms, so ~0.58 ms more. The RTT's host part (taps,
+    # ns-3's scheduling, the Python echo: ~0.6 ms and noisy on a shared machine) is not doubled,
+    # so the difference of the medians is asserted, not their ratio (measured 0.30-0.57 ms).
     adhoc, infra = figures_on_healthy_link("wifi6"), figures_on_healthy_link("wifi6_ap")
-    assert 1.4 < infra["rtt_median_ms"] / adhoc["rtt_median_ms"] < 2.6, (adhoc, infra)
+    assert 0.2 < infra["rtt_median_ms"] - adhoc["rtt_median_ms"] < 1.2, (adhoc, infra)
     assert 0.35 < infra["goodput_mbit_s"] / adhoc["goodput_mbit_s"] < 0.65, (adhoc, infra)
 
 
