@@ -44,7 +44,7 @@ def _cmd_validate(args) -> int:
         print("netloop validate: name experiment files (or --keys for the reference)", file=sys.stderr)
         return 2
     for path in args.experiments:
-        exp = load_experiment(path)
+        exp = load_experiment(path, args.machines)
         _warn(exp)
         print(f"{path}: ok ({len(expand(exp))} runs: transports {', '.join(exp.transport)}, "
               f"{exp.repetitions} repetition(s), link {exp.link})")
@@ -59,7 +59,7 @@ def _cmd_run(args) -> int:
         out = Path(args.resume)
         cfg = runner.load_campaign_config(out)
     elif args.experiment:
-        cfg = load_experiment(args.experiment)   # refused here, before anything starts
+        cfg = load_experiment(args.experiment, args.machines)   # refused here, before anything starts
         if args.quick:
             cfg = quick_variant(cfg)
         out = None
@@ -75,15 +75,21 @@ def _cmd_run(args) -> int:
         for c in cells:
             print(f"  {c.run_id}")
         return 0
-    if cfg.link != "loopback" and os.geteuid() != 0:
+    if cfg.machines is None and cfg.link != "loopback" and os.geteuid() != 0:
         print(f"netloop: link '{cfg.link}' needs root (it creates network namespaces); "
               f"run as root, or use 'link: loopback'", file=sys.stderr)
         return 2
     out = out or runner.campaign_dir_for(cfg, args.results)
-    print(f"netloop: running {cfg.name} ({len(cells)} runs) into {out}")
+    print(f"netloop: running {cfg.name} ({len(cells)} runs) into {out}"
+          + (f" on the machines of {cfg.machines}" if cfg.machines else ""))
     runner.install_signal_handlers()
     try:
+        if cfg.machines:   # every machine checked before anything starts: one line per problem
+            runner.check_machines(cfg)
         runner.run_experiment(cfg, out, resume=bool(args.resume))
+    except runner.RealHostsError as err:
+        print(f"netloop: {err}", file=sys.stderr)
+        return 2
     except runner.Interrupted as sig:
         print(f"netloop: interrupted ({sig}); what was recorded is kept in {out}; "
               f"continue with: netloop run --resume {out}", file=sys.stderr)
@@ -120,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="RESULTS_DIR", help="run only the cells a campaign is missing")
     p.add_argument("--quick", action="store_true",
                    help="a short variant: 1 repetition, ~2 s of loop, flows cut to ~3 s (for tests)")
+    p.add_argument("--machines", metavar="HOSTS", default=None,
+                   help="run on real machines over SSH: a hosts file (name in config/hosts, or a path); "
+                        "overrides the experiment's 'machines'")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="write report.html, report.md, CSV tables and figures for a results directory")
@@ -129,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check experiment files without running anything")
     p.add_argument("experiments", nargs="*")
     p.add_argument("--keys", action="store_true", help="print every key an experiment file may hold")
+    p.add_argument("--machines", metavar="HOSTS", default=None, help="validate for these real machines (hosts file)")
     p.set_defaults(func=_cmd_validate)
 
     p = sub.add_parser("bench", help="benchmarks (latency per transport, sustained echo rate, ...)")

@@ -186,5 +186,9 @@ class LimitedHosts:
         # cgroup mounts, and membership carries over the execs that follow
         return self._limits.wrapper(host) + self._testbed.exec_prefix(host)
 
+    def command(self, host: str, argv: list[str], env: dict[str, str] | None):
+        argv, env, remote = self._testbed.command(host, argv, env)
+        return self._limits.wrapper(host) + argv, env, remote
+
     def __getattr__(self, name: str):
         return getattr(self._testbed, name)

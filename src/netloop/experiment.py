@@ -17,6 +17,7 @@ from typing import Any
 
 from .flows import check_flows, link_bits_per_second, message_bytes
 from .loops import get_loop_kind
+from .machines import load_machines
 from .model import Experiment
 from .schema import Collector, ConfigError, load_yaml, to_dict, validate
 from .testbed import Testbed, load_profile
@@ -236,6 +237,10 @@ def _validate_one(data: Any, source: str | None, name: str | None) -> Experiment
     hosts = None
     with found.check("link_params"):   # the profile with the overrides, checked by the profile's schema
         hosts = Testbed(load_profile(exp.link, exp.link_params)).hosts  # creates nothing: the host names
+    if exp.machines:
+        hosts = None
+        with found.check("machines"):  # real machines: their names are the hosts
+            hosts = list(load_machines(exp.machines).hosts)
     if hosts is not None:
         with found.check():
             check_flows(exp.flows, hosts)
@@ -255,6 +260,9 @@ def _check_host_computers(exp: Experiment, hosts: list[str], found: Collector) -
     for host, computer in exp.hosts.items():
         if host not in hosts:
             found.add(f"hosts.{host}", f"unknown host {host!r} for link {exp.link!r}; allowed: {', '.join(hosts)}")
+        elif exp.machines and computer.get("cpu") is not None:
+            found.add(f"hosts.{host}.cpu", f"CPU limits emulate a slow computer on this machine; with real "
+                                           f"machines (machines: {exp.machines}) run on the slow computer itself")
         elif computer.get("cpu") is not None and computer["cpu"] > cpus:
             found.add(f"hosts.{host}.cpu", f"{computer['cpu']:g} CPUs is more than this machine has ({cpus})")
 
@@ -286,10 +294,13 @@ def _check_instance_names(exp: Experiment) -> None:
                                    f"(a flow with replicas: N is named <name>_1 ... <name>_N)")
 
 
-def load_experiment(path: str | Path) -> Experiment:
-    """Read and validate an experiment file."""
+def load_experiment(path: str | Path, machines: str | None = None) -> Experiment:
+    """Read and validate an experiment file; ``machines`` (a hosts file) runs it on real machines."""
     path = Path(path)
-    return validate_experiment(load_yaml(str(path)), str(path), name=path.stem)
+    doc = load_yaml(str(path))
+    if machines is not None and isinstance(doc, dict):
+        doc = dict(doc, machines=machines)
+    return validate_experiment(doc, str(path), name=path.stem)
 
 
 # --- runs ---------------------------------------------------------------------------------

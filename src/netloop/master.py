@@ -39,8 +39,11 @@ class RosMaster:
 
     def __init__(self, group: ProcessGroup, env: dict[str, str], address: str = "127.0.0.1",
                  port: int | None = None, prefix: list[str] | None = None, name: str = "master",
-                 netns: str | None = None):
+                 netns: str | None = None, command=None):
         self.group, self.env, self.address, self.prefix, self.name = group, env, address, prefix or [], name
+        #: command(argv, env) -> (argv, env, remote): how to start a process on the master's
+        #: host (a testbed's or real machines' ``command``); default: behind ``prefix``
+        self.command = command or (lambda argv, env: (self.prefix + list(argv), env, False))
         #: runs this process's XML-RPC calls in the master's network namespace
         self.rpc_caller = NetnsCaller(netns)
         self.port = port or free_port()
@@ -50,8 +53,8 @@ class RosMaster:
 
     def start(self, timeout: float = 20.0) -> "RosMaster":
         env = dict(self.env, ROS_MASTER_URI=self.uri, ROS_IP=self.address)
-        self.process = self.group.start(self.name, ["rosmaster", "--core", "-p", str(self.port), "-w", "3"],
-                                        env=env, prefix=self.prefix)
+        argv, penv, remote = self.command(["rosmaster", "--core", "-p", str(self.port), "-w", "3"], env)
+        self.process = self.group.start(self.name, argv, env=penv, remote=remote)
         deadline = time.monotonic() + timeout
         while not self.ready():
             if self.process.poll() is not None:
@@ -62,8 +65,8 @@ class RosMaster:
                                   f"{log_tail(self.process.log_path)}")
             time.sleep(0.05)
         self.set_params({"run_id": self.name + "-" + str(self.port)}, "/")
-        self.rosout = self.group.start(f"{self.name}-rosout", [ROSOUT_BINARY, "__name:=rosout"], env=env,
-                                       prefix=self.prefix)
+        argv, penv, remote = self.command([ROSOUT_BINARY, "__name:=rosout"], env)
+        self.rosout = self.group.start(f"{self.name}-rosout", argv, env=penv, remote=remote)
         return self
 
     def rpc(self, uri: str, method: str, *args: Any) -> Any:

@@ -150,6 +150,9 @@ class Experiment:
     name: str | None = key(Str(None, "experiment name (default: the file name)"))
     description: str = key(Str("", nonempty=False))
     link: str = key(Enum(_link_profile_names, "loopback", "link profile from config/links", what="link profile"))
+    machines: str | None = key(Str(None, "real machines: a hosts file (name in config/hosts, or a path); the "
+                                         "hosts are then those computers, reached over SSH, and 'link' is not "
+                                         "emulated. none: hosts are network namespaces joined by 'link'"))
     link_params: dict[str, Any] = key(Map({}, {}, "overrides of the link profile's parameters, e.g. "
                                                   "{delay_ms: 20}", extra=Any_()))
     transport: list[str] = key(List(Enum(_transport_names, what="transport"), ["tcp_nodelay"],

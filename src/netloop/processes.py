@@ -36,6 +36,7 @@ class ManagedProcess:
     log_path: Path
     started: float = field(default_factory=time.time)
     host: str | None = None          # the testbed host it runs on (None: not on a host)
+    remote: bool = False             # an ssh client: its node runs on another machine
     cpu_s: float | None = None       # CPU time used, as last sampled (:meth:`sample_cpu`)
 
     @property
@@ -67,14 +68,17 @@ class ProcessGroup:
         self._cpu_sampled = 0.0
 
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None,
-              prefix: list[str] | None = None, host: str | None = None) -> ManagedProcess:
-        """Start ``argv`` (behind ``prefix``, e.g. ``ip netns exec robot``), output to logs/<name>.log."""
+              prefix: list[str] | None = None, host: str | None = None, remote: bool = False) -> ManagedProcess:
+        """Start ``argv`` (behind ``prefix``, e.g. ``ip netns exec robot``), output to logs/<name>.log.
+
+        ``remote``: ``argv`` is an ssh client whose remote end (:mod:`netloop.remote_exec`) stops
+        the node when its standard input ends; it gets a pipe, closed to stop it gracefully."""
         log_path = self.log_dir / f"{name}.log"
         with open(log_path, "ab") as log:
-            popen = subprocess.Popen(list(prefix or []) + list(argv), stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent,
-                                     close_fds=True)
-        proc = ManagedProcess(name, list(argv), popen, log_path, host=host)
+            popen = subprocess.Popen(list(prefix or []) + list(argv), stdin=subprocess.PIPE if remote else
+                                     subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                     preexec_fn=_die_with_parent, close_fds=True)
+        proc = ManagedProcess(name, list(argv), popen, log_path, host=host, remote=remote)
         self.processes.append(proc)
         return proc
 
@@ -109,6 +113,12 @@ class ProcessGroup:
         with setsid) are collected first and killed if they outlive it."""
         proc.sample_cpu()
         descendants = _descendants(proc.pid)
+        if proc.remote and proc.popen.stdin and not proc.popen.stdin.closed:
+            try:   # the remote end stops the node (SIGINT, SIGTERM, SIGKILL) and ssh returns its status
+                proc.popen.stdin.close()
+                proc.popen.wait(timeout=grace + 6.0)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
         for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
             if proc.poll() is not None:
                 break

@@ -23,6 +23,7 @@ from .cpulimit import CpuLimits, LimitedHosts, cgroup_root
 from .experiment import RunSpec, estimated_run_seconds, expand, for_cell, link_capacity_mbit, sweep_combinations
 from .flows import echo_topic, flow_connections, flow_datatype, flow_processes, message_bytes, topic_of
 from .loops import LoopStart, get_loop_kind
+from .machines import SSH_LOST, RealHosts, RealHostsError, load_machines
 from .master import MasterError, RosMaster
 from .model import Experiment
 from .processes import ProcessGroup, log_tail
@@ -98,9 +99,10 @@ class _Hosts:
     def start(self, name: str, host: str, argv: list[str], params: dict[str, Any] | None = None):
         master = self.masters[host]
         if params:
-            master.set_params(params, "/" + name)
+            master.set_params(self.testbed.translate(host, params), "/" + name)
         env = rosenv.node_env(master.uri, self.testbed.address(host), self.ros_log)
-        proc = self.group.start(name, argv, env=env, prefix=self.testbed.exec_prefix(host), host=host)
+        argv, env, remote = self.testbed.command(host, argv, env)
+        proc = self.group.start(name, argv, env=env, host=host, remote=remote)
         self.host_of["/" + name] = host
         self.started.append(proc)
         return proc
@@ -111,8 +113,9 @@ def _start_masters(testbed: Testbed, group: ProcessGroup, transport, stack: Exit
     on = testbed.hosts if transport.multi_master else [MASTER_HOST]
     started = {}
     for host in on:
-        master = RosMaster(group, rosenv.base_env(), address=testbed.address(host), prefix=testbed.exec_prefix(host),
-                           netns=testbed.netns(host), name=f"master_{host}" if transport.multi_master else "master")
+        master = RosMaster(group, rosenv.base_env(), address=testbed.address(host), netns=testbed.netns(host),
+                           name=f"master_{host}" if transport.multi_master else "master",
+                           command=lambda argv, env, host=host: testbed.command(host, argv, env))
         stack.callback(master.rpc_caller.close)
         started[host] = master.start()
     return started if transport.multi_master else {h: started[MASTER_HOST] for h in testbed.hosts}
@@ -164,7 +167,27 @@ def _check_alive(procs) -> None:
     for proc in procs:
         status = proc.poll()
         if status is not None and status != 0:
-            raise RunFailed(f"{proc.name} exited with status {status}:\n{log_tail(proc.log_path)}")
+            raise RunFailed(f"{_ended(proc, status)}:\n{log_tail(proc.log_path)}")
+
+
+def _ended(proc, status: int) -> str:
+    if proc.remote and status == SSH_LOST:
+        return (f"{proc.name} on {proc.host}: the SSH connection was lost (ssh exit status {SSH_LOST}); "
+                f"its machine stopped the node")
+    return f"{proc.name} exited with status {status}"
+
+
+def check_machines(exp: Experiment, log: Callable[[str], None] = print) -> None:
+    """The experiment's real machines checked (RealHostsError naming every problem)."""
+    RealHosts(load_machines(exp.machines), Path("check"), log).check()
+
+
+def hosts_for(exp: Experiment, link: dict, run_dir: Path, log: Callable[[str], None]):
+    """The run's hosts: real machines when the experiment names a hosts file, else the
+    testbed (namespaces joined by the emulated link)."""
+    if exp.machines:
+        return RealHosts(load_machines(exp.machines), run_dir, log)
+    return Testbed(link, log_dir=run_dir / "logs")
 
 
 def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -> dict:
@@ -175,6 +198,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
     kind = get_loop_kind(exp.loop.type)
     transport = get_transport(spec.transport)
     link = load_profile(exp.link, exp.link_params)
+    testbed = None
     meta = RunMetadata(run_dir, run_id=run_dir.name, experiment=spec.metadata(), transport=transport.metadata(),
                        link=link, loop=kind.metadata(exp))
     status, error = "failed", None
@@ -182,7 +206,10 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
     steal_before = cpu_steal_seconds()
     try:
         with ExitStack() as stack:
-            testbed = stack.enter_context(Testbed(link, log_dir=run_dir / "logs"))
+            testbed = hosts_for(exp, link, run_dir, log)
+            if exp.machines:   # after down(): the clocks after the run, the records home
+                stack.callback(lambda: meta.update(link=testbed.metadata()))
+            stack.enter_context(testbed)
             meta.update(link=testbed.metadata())
             limits = stack.enter_context(CpuLimits(exp.hosts, run_dir.name))
             stack.callback(lambda: meta.update(host_cpu_limits=limits.stats()) if limits.paths else None)
@@ -195,7 +222,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
                 {h: testbed.address(h) for h in testbed.hosts}, topics=crossing_topics(exp),
                 masters={h: m.uri for h, m in masters.items()}, start=hosts.start,
                 options=exp.transport_options.get(transport.name, {}),
-                link_mbit=link_capacity_mbit(link)))
+                link_mbit=None if exp.machines else link_capacity_mbit(link)))
             stack.callback(transport.stop)
             meta.update(transport=transport.metadata())  # what actually ran (implementation, stats files)
 
@@ -234,7 +261,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
                 if time.monotonic() >= deadline and end_by > deadline:
                     raise RunFailed(f"run did not finish within run_timeout = {exp.run_timeout} s")
             if ending is not None and ending.poll() != 0:
-                raise RunFailed(f"{ending.name} exited with status {ending.poll()}:\n{log_tail(ending.log_path)}")
+                raise RunFailed(f"{_ended(ending, ending.poll())}:\n{log_tail(ending.log_path)}")
             _check_alive(finite)
             # Stop what sends first, then let messages in flight reach their sinks, so the end
             # of a run is not counted as loss.
@@ -258,6 +285,10 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
     except Exception as exc:  # recorded in the run directory, then reported by the caller
         status, error = "failed", f"{type(exc).__name__}: {exc}"
     finally:
+        problems = getattr(testbed, "fetch_problems", None)
+        if problems:   # never silently incomplete: a machine's records did not come home
+            status = "failed" if status in ("complete", "invalid") else status
+            error = "; ".join(([error] if error else []) + problems)
         meta.finish(status, error=error, exit_codes=exit_codes)
     return meta.data
 

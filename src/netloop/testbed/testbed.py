@@ -109,6 +109,15 @@ class Testbed:
             raise TestbedError("testbed is not up: call up() first")
         return ["ip", "netns", "exec", self._netns[host]]
 
+    def command(self, host: str, argv: list[str], env: dict[str, str] | None) -> tuple[list[str], dict | None, bool]:
+        """(argv, env, remote) that start ``argv`` on ``host``: behind :meth:`exec_prefix`; never
+        remote (the interface :class:`netloop.machines.RealHosts` shares)."""
+        return self.exec_prefix(host) + list(argv), env, False
+
+    def translate(self, host: str, value):
+        """``value`` as ``host`` sees it: the same (every host shares this file system)."""
+        return value
+
     def netns(self, host: str) -> str | None:
         """Namespace name of ``host`` (None for loopback)."""
         self._check_host(host)
