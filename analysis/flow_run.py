@@ -30,7 +30,7 @@ from ..flows import sink_names
 from ..model import Flow
 from ..rundir import RunDir
 from ..schema import ConfigError
-from . import metrics
+from . import clocks, metrics
 from .records import RecordError, read_events
 from .results import FlowResult
 
@@ -78,12 +78,29 @@ def analyse_flow_receivers(run_dir: Path, flow: Flow | RecordedFlow) -> list[Flo
     recorded = flow if isinstance(flow, RecordedFlow) else RecordedFlow(flow, flow.name)
     receivers = sink_names(recorded.flow)
     several = len(receivers) > 1
-    return [analyse_receiver(run_dir, recorded, record, f"#{k} on {host}" if several else None)
+    return [analyse_receiver(run_dir, recorded, record, f"#{k} on {host}" if several else None, host)
             for k, (_node, host, record) in enumerate(receivers, 1)]
 
 
-def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscriber: str | None = None) -> FlowResult:
-    """The measurements of one receiver of a flow (its record ``records/<record>``)."""
+def _on_one_clock(run: RunDir, out: FlowResult, from_host: str, to_host: str, sent_s: np.ndarray,
+                  delays: np.ndarray) -> np.ndarray:
+    """The delays corrected for the machines' clock offsets (real machines; unchanged on the
+    testbed's one clock), their uncertainty in ``out``."""
+    try:
+        meta = run.read_metadata()
+    except ValueError:
+        return delays
+    correction = clocks.correct(meta, from_host, to_host, sent_s, delays)
+    if correction is None:
+        return delays
+    out.clock_uncertainty_ms = round(correction.uncertainty_s * 1e3, 4)
+    return correction.delays
+
+
+def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscriber: str | None = None,
+                     host: str | None = None) -> FlowResult:
+    """The measurements of one receiver of a flow (its record ``records/<record>``, on
+    ``host``: the flow's first destination when not given)."""
     flow = recorded.flow
     out = FlowResult(flow=flow.name, kind=flow.kind, entry=recorded.entry, replica=recorded.replica,
                      replicas=recorded.replicas,
@@ -105,6 +122,9 @@ def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscri
         sent = dict(zip(tx.seq.tolist(), tx.stamp_ns.tolist()))
         keys = rx.seq.tolist()
     delays = np.array([(r - sent[k]) / 1e9 for k, r in zip(keys, rx.recv_ns.tolist()) if k in sent])
+    if flow.kind != "echo":   # an echo's round trip is read on one clock
+        delays = _on_one_clock(run, out, flow.from_, host or flow.to[0],
+                               np.array([sent[k] / 1e9 for k in keys if k in sent]), delays)
     received = len(set(keys) & set(sent))
     arrivals = np.sort(rx.recv_ns / 1e9)
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else math.nan

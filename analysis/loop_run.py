@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..rundir import MetadataError, RunDir, status_problem
-from . import baseline, metrics
+from . import baseline, clocks, metrics
 from .records import Events, RecordError, read_events
 from .results import DirectionStats, LoopRunResult
 
@@ -81,18 +81,27 @@ def load_loop_run(run_dir: str | Path, meta: dict[str, Any] | None = None) -> Lo
     return run
 
 
-def _one_way(tx: Events, rx: Events) -> tuple[np.ndarray, np.ndarray]:
-    """Delays [s] of the received messages (joined on seq with the sent ones), and arrival times [s]."""
+def _one_way(tx: Events, rx: Events) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Delays [s] of the received messages (joined on seq with the sent ones), their send
+    times [s] and the arrival times [s]."""
     sent = dict(zip(tx.seq.tolist(), tx.stamp_ns.tolist()))
-    delays = [(r - sent[s]) / 1e9 for s, r in zip(rx.seq.tolist(), rx.recv_ns.tolist()) if s in sent]
-    return np.array(delays), rx.recv_ns / 1e9
+    pairs = [(sent[s], r) for s, r in zip(rx.seq.tolist(), rx.recv_ns.tolist()) if s in sent]
+    delays = np.array([(r - s) / 1e9 for s, r in pairs])
+    return delays, np.array([s / 1e9 for s, _ in pairs]), rx.recv_ns / 1e9
 
 
-def direction_stats(tx: Events, rx: Events) -> DirectionStats:
-    delays, arrivals = _one_way(tx, rx)
+def direction_stats(tx: Events, rx: Events, meta: dict[str, Any] | None = None,
+                    hosts: tuple[str, str] | None = None) -> DirectionStats:
+    """Delivery, delay and period of one direction; on real machines (``meta``'s clocks) the
+    delays from ``hosts[0]`` to ``hosts[1]`` corrected for the clock offsets."""
+    delays, sent_s, arrivals = _one_way(tx, rx)
+    uncertainty = None
+    correction = clocks.correct(meta, *hosts, sent_s, delays) if meta and hosts else None
+    if correction is not None:
+        delays, uncertainty = correction.delays, round(correction.uncertainty_s * 1e3, 4)
     return DirectionStats(sent=len(tx), received=len(rx), MDR=metrics.delivery_ratio(tx.seq, rx.seq),
                           delay=metrics.delay_stats(delays), period=metrics.period_stats(arrivals),
-                          delays_ms=(delays * 1e3).tolist())
+                          clock_uncertainty_ms=uncertainty, delays_ms=(delays * 1e3).tolist())
 
 
 def analyse_loop_run(run: LoopRun) -> LoopRunResult:
@@ -127,8 +136,10 @@ def analyse_loop_run(run: LoopRun) -> LoopRunResult:
     out.step, out.baseline_step = step, base_step
     out.tracking, out.baseline_tracking = tracking, base_tracking
     out.deviation = metrics.integral_errors(y - base.y, T)
-    out.sensor = direction_stats(y_tx, y_rx)            # plant -> controller (y)
-    out.actuation = direction_stats(u_tx, u_arrived)    # controller -> plant (u)
+    placement = loop.get("placement") or {}
+    plant_host, controller_host = placement.get("plant", "robot"), placement.get("controller", "operator")
+    out.sensor = direction_stats(y_tx, y_rx, run.meta, (plant_host, controller_host))       # y
+    out.actuation = direction_stats(u_tx, u_arrived, run.meta, (controller_host, plant_host))  # u
     out.rtt = metrics.delay_stats(rtt[rtt >= 0])
     out.stale_actuations = len(u_stale)
     out.sampling = metrics.period_stats(y_tx.stamp_ns / 1e9)

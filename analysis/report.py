@@ -33,7 +33,7 @@ from typing import Any
 from ..experiment import link_capacity_mbit
 from ..jsonio import write_json_atomic
 from ..rundir import RunDir
-from . import degradation, flow_sections, prediction
+from . import clocks, degradation, flow_sections, prediction
 from .flow_run import analyse_flow_receivers, recorded_flows
 from .loop_kinds import KINDS, ReportContext, analysis_for, loop_type_of
 from .loop_run import read_run_metadata
@@ -195,6 +195,7 @@ def write_report(path: Path) -> Path:
     doc.add(*flow_sections.sections(usable, path, fig_dir, _capacity(meta),
                                     order if isinstance(order, list) else None))
     doc.add(cpu_section(usable))
+    doc.add(machines_section(analyses))
     doc.add(closing(loop_runs, excluded, broken, absent))
     doc.write(path / "report.md", path / "report.html")
     return path / "report.html"
@@ -223,6 +224,66 @@ def cpu_section(runs: list[RunAnalysis]) -> Section | None:
               "near its `cpu` limit, is the bottleneck rather than the link. Per process: `metadata.json` → `cpu`.")
     return section.table((["setting"] if swept else []) + ["transport", "runs"] +
                          [f"{h} [% of a core]" for h in hosts], rows, digits=1)
+
+
+def _clock(m: dict | None) -> str | None:
+    return None if not m else f"{m['offset_ms']:+.3f} ± {m['uncertainty_ms']:.3f}"
+
+
+def machines_section(runs: list[RunAnalysis]) -> Section | None:
+    """Runs on real machines: what each machine was, its clock against this one before and
+    after each run, whether its records came home, and how well each one-way delay is known."""
+    runs = [a for a in runs if (a.meta.get("link") or {}).get("type") == "real"]
+    if not runs:
+        return None
+    section = Section("Machines and clocks")
+    link = runs[0].meta["link"]
+    section.p("The hosts were real machines (" + (link.get("description") or "a hosts file") + "): nothing was "
+              "emulated. One-way delays are corrected by each machine's clock offset against the operator's, "
+              "measured NTP-style over the same network before and after every run and interpolated over it; "
+              "± is the correction's uncertainty (half the round trip of the best exchanges).")
+    described = []
+    for host, h in link.get("hosts", {}).items():
+        net = ", ".join(f"{k} {h[k]}" for k in ("interface", "mtu", "ssid", "tx_bitrate", "signal") if h.get(k))
+        described.append(f"**{host}**: {h.get('address')} ({'this machine' if h.get('local') else h.get('ssh')}"
+                         f"{', ' + h['hostname'] if h.get('hostname') else ''}{', ' + h['arch'] if h.get('arch') else ''})"
+                         f"{'; ' + net if net else ''}"
+                         + "".join(f"; {k} {h[k]}" for k in ("chrony_reference", "chrony_system_time") if h.get(k)))
+    section.ul(described + [f"warning: {w}" for w in link.get("warnings", [])])
+    rows = []
+    for a in runs:
+        mlink = a.meta["link"]
+        for host, c in (mlink.get("clocks") or {}).items():
+            home = (mlink.get("records_home") or {}).get(host)
+            rows.append([a.run_id, host, _clock(c.get("before")), _clock(c.get("after")), c.get("drift_ppm"),
+                         "this machine" if home is None else ("yes" if home.get("fetched") else "NO")])
+    section.table(["run", "host", "offset before [ms]", "offset after [ms]", "drift [ppm]", "records home"], rows)
+    rows = []
+    for a in runs:
+        for name, d, fallback in _one_way_delays(a):
+            ok = clocks.trusted(a.meta, d[1], d[0])
+            rows.append([a.run_id, name, d[0], d[1], "corrected D" if ok else fallback])
+    if rows:
+        fraction = runs[0].meta["link"].get("clock_max_uncertainty", 0.1)
+        section.p(f"One-way delays (median) and their clock uncertainty. Where the uncertainty is more than "
+                  f"{fraction:.0%} of the delay (`clock_max_uncertainty` of the hosts file), the corrected one-way "
+                  f"delay is not to be trusted and the round trip, read on one clock, is the measurement: the "
+                  f"loop's RTT / 2, or an `echo` flow.")
+        section.table(["run", "one-way", "D median [ms]", "± clock [ms]", "use"], rows, digits=3)
+    return section
+
+
+def _one_way_delays(a: RunAnalysis):
+    """(name, (median ms, ± ms), fallback) of every clock-corrected one-way delay of a run."""
+    if a.loop is not None and a.loop.ok:
+        rtt = (a.loop.rtt or {}).get("p50_ms")
+        fallback = f"RTT / 2 = {rtt / 2:.3g} ms" if rtt is not None and math.isfinite(rtt) else "the RTT"
+        for name, d in (("y (plant → controller)", a.loop.sensor), ("u (controller → plant)", a.loop.actuation)):
+            if d is not None and d.clock_uncertainty_ms is not None and d.delay:
+                yield name, (d.delay["p50_ms"], d.clock_uncertainty_ms), fallback
+    for f in a.flows:
+        if f.ok and f.clock_uncertainty_ms is not None and f.delay:
+            yield f"flow {f.label}", (f.delay["p50_ms"], f.clock_uncertainty_ms), "an echo flow's round trip"
 
 
 def _capacity(meta: dict[str, Any]) -> float | None:

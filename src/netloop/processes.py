@@ -48,8 +48,9 @@ class ManagedProcess:
 
     def sample_cpu(self) -> float | None:
         """Read the CPU time (user + system, its threads and waited-for children) the process
-        has used so far into ``cpu_s``; a process already gone keeps its last sample."""
-        if self.popen.returncode is None:
+        has used so far into ``cpu_s``; a process already gone keeps its last sample. Not for
+        a remote process (its CPU is on another machine; the ssh client's is not the node's)."""
+        if self.popen.returncode is None and not self.remote:
             try:
                 fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
                 self.cpu_s = sum(int(f) for f in fields[11:15]) / _CLOCK_TICKS   # utime stime cutime cstime
