@@ -47,7 +47,8 @@ def _cmd_validate(args) -> int:
         exp = load_experiment(path, args.machines)
         _warn(exp)
         print(f"{path}: ok ({len(expand(exp))} runs: transports {', '.join(exp.transport)}, "
-              f"{exp.repetitions} repetition(s), link {exp.link})")
+              f"{exp.repetitions} repetition(s), "
+              + (f"real machines of {exp.machines})" if exp.machines else f"link {exp.link})"))
     return 0
 
 

@@ -239,7 +239,7 @@ def _validate_one(data: Any, source: str | None, name: str | None) -> Experiment
         hosts = Testbed(load_profile(exp.link, exp.link_params)).hosts  # creates nothing: the host names
     if exp.machines:
         hosts = None
-        with found.check("machines"):  # real machines: their names are the hosts
+        with found.check():  # real machines: their names are the hosts (errors name the hosts file)
             hosts = list(load_machines(exp.machines).hosts)
     if hosts is not None:
         with found.check():

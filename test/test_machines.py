@@ -1,0 +1,354 @@
+"""Real machines over SSH (netloop.machines): hosts files, the clock offset measurement, and
+whole experiments run through OpenSSH on a lab of namespaces that each run Debian's sshd
+(test/sshlab.py), compared with the same experiments run through namespaces.
+
+The lab tests need root (namespaces, sshd); the hosts-file and clock tests do not.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from netloop import clocksync, paths
+from netloop.analysis.report import analyse_run
+from netloop.analysis.records import read_events
+from netloop.experiment import load_experiment, validate_experiment
+from netloop.machines import load_machines
+from netloop.schema import ConfigError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sshlab import SshLab  # noqa: E402
+
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces and sshd")
+needs_faketime = pytest.mark.skipif(not os.path.exists(FAKETIME_LIB), reason="libfaketime not installed")
+
+RLC_AND_FLOW = {
+    "name": "ssh_rlc",
+    "link": "ethernet",
+    "transport": ["tcp_nodelay", "priority"],
+    "loop": {"type": "rlc", "plant": {"R": 1.0, "L": 0.1, "C": 0.1, "period": 0.02}, "controller": {"K": 1.0},
+             "samples": 100, "warmup": 0.5, "placement": {"plant": "robot", "controller": "operator"}},
+    "flows": [{"name": "image", "kind": "generic", "from": "robot", "to": "operator", "size_bytes": 20000,
+               "period": 0.1, "count": 0}],
+}
+FLOW_ONLY = {
+    "name": "ssh_flow", "link": "ethernet", "transport": "tcp_nodelay", "loop": {"type": "none"},
+    "flows": [{"name": "scan", "kind": "generic", "from": "robot", "to": "operator", "size_bytes": 2000,
+               "period": 0.02, "count": 150}],
+}
+
+
+def _write(tmp: Path, doc: dict, name: str | None = None) -> Path:
+    path = tmp / f"{name or doc['name']}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+# --- hosts files ----------------------------------------------------------------------------
+
+def _hosts(tmp: Path, doc: dict) -> str:
+    path = tmp / "hosts.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+@pytest.mark.parametrize("doc, key, words", [
+    ({"hosts": {"operator": {"local": True}}}, "hosts.operator.address", "missing required key"),
+    ({"hosts": {"robot": {"address": "10.0.0.1"}}}, "hosts", "no 'operator' machine"),
+    ({"hosts": {"operator": {"address": "a", "local": True}, "robot": {"address": "b", "local": True}}},
+     "hosts", "only one machine can be local"),
+    ({"hosts": {"operator": {"address": "a", "ssh": {"prot": 22}}}}, "hosts.operator.ssh.prot", "allowed keys"),
+    ({"hosts": {"operator": {"address": "a", "ssh": {"port": 0}}}}, "hosts.operator.ssh.port", ">= 1"),
+    ({"hosts": {"operator": {"address": "a"}}, "revision_mismatch": "ignore"}, "revision_mismatch", "warn"),
+])
+def test_a_bad_hosts_file_is_refused_naming_the_key(tmp_path, doc, key, words):
+    with pytest.raises(ConfigError) as err:
+        load_machines(_hosts(tmp_path, doc))
+    assert err.value.key == key and words in str(err.value), str(err.value)
+
+
+def test_an_experiment_on_machines_takes_their_host_names(tmp_path):
+    hosts = _hosts(tmp_path, {"hosts": {"operator": {"address": "192.168.1.10", "local": True},
+                                        "robot": {"address": "192.168.1.20", "ssh": {"user": "pi"}}}})
+    exp = load_experiment(paths.EXPERIMENTS / "pound_rlc.yaml", machines=hosts)
+    assert exp.machines == hosts and exp.link == "wifi6"      # the same file; the link is not emulated
+    with pytest.raises(ConfigError) as err:                    # a host the machines do not have
+        validate_experiment(dict(RLC_AND_FLOW, machines=hosts, flows=[dict(RLC_AND_FLOW["flows"][0], to="relay")]))
+    assert "relay" in str(err.value)
+    with pytest.raises(ConfigError) as err:                    # CPU limits emulate a slow computer here only
+        validate_experiment(dict(RLC_AND_FLOW, machines=hosts, hosts={"robot": {"cpu": 0.5}}))
+    assert err.value.key == "hosts.robot.cpu" and "real machines" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        validate_experiment(dict(RLC_AND_FLOW, machines="no_such_lab"))
+    assert err.value.key == "machines" and "example_lab" in str(err.value)
+
+
+def test_the_shipped_real_experiments_validate_with_the_example_hosts_file():
+    for path in sorted((paths.EXPERIMENTS / "real").glob("*.yaml")):
+        exp = load_experiment(path)
+        assert exp.machines == "example_lab", path
+        assert set(load_machines(exp.machines).hosts) >= {"robot", "operator"}
+
+
+# --- clocks ---------------------------------------------------------------------------------
+
+def _clock_server(env: dict | None = None) -> tuple[subprocess.Popen, int]:
+    server = subprocess.Popen([sys.executable, "-m", "netloop.clocksync", "serve", "--bind", "127.0.0.1",
+                               "--idle", "20"], stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, **(env or {})))
+    return server, int(server.stdout.readline().split()[1])
+
+
+@needs_faketime
+def test_the_offset_of_a_skewed_clock_is_recovered_within_a_millisecond():
+    skew = {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": "+0.037", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    server, port = _clock_server(skew)
+    try:
+        m = clocksync.measure("127.0.0.1", port, count=16)
+    finally:
+        server.terminate()
+        server.wait()
+    assert m["samples"] == 16 and m["lost"] == 0
+    assert abs(m["offset_ms"] - 37.0) < 1.0, m
+    assert m["uncertainty_ms"] < 1.0 and abs(m["offset_ms"] - 37.0) <= m["uncertainty_ms"] + 0.05, m
+
+
+@needs_faketime
+def test_a_drifting_clock_is_seen_as_drift_and_interpolated():
+    # 2000 ppm fast (libfaketime's rate, from the server's start): +2 ms per second
+    server, port = _clock_server({"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": "+0.037 x1.002",
+                                  "FAKETIME_DONT_FAKE_MONOTONIC": "1"})
+    try:
+        before = clocksync.measure("127.0.0.1", port)
+        time.sleep(2.0)
+        after = clocksync.measure("127.0.0.1", port)
+    finally:
+        server.terminate()
+        server.wait()
+    assert 1500 < clocksync.drift_ppm(before, after) < 2500, (before, after)
+    middle = (before["at"] + after["at"]) / 2
+    offset, _ = clocksync.offset_at(before, after, middle)
+    assert abs(offset * 1e3 - (before["offset_ms"] + after["offset_ms"]) / 2) < 1e-6
+
+
+# --- the lab: experiments through SSH ---------------------------------------------------------
+
+def _run(lab: SshLab, exp: Path, out: Path, *args: str, timeout: float = 400) -> Path:
+    r = lab.netloop("run", str(exp), "--results", str(out), *args, timeout=timeout)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (campaign,) = [p for p in out.iterdir() if p.is_dir()]
+    return campaign
+
+
+def _left_on(lab: SshLab, host: str) -> list[str]:
+    return lab.processes_in(host)
+
+
+@needs_root
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("profile", ["ethernet", "wifi6"])
+def test_an_experiment_through_ssh_gives_what_it_gives_through_namespaces(tmp_path, profile):
+    """The RLC loop, a flow and a relay transport: once through SSH (robot a machine reached
+    over the link), once as usual (the robot a namespace), over the same kind of link."""
+    exp = _write(tmp_path, dict(RLC_AND_FLOW, link=profile))
+    with SshLab(profile, tmp_path / "lab") as lab:
+        hosts = lab.hosts_file()
+        ssh_campaign = _run(lab, exp, tmp_path / "ssh", "--machines", str(hosts))
+        assert _left_on(lab, "robot") == [] and _left_on(lab, "operator") == []
+        assert not any((tmp_path / "lab" / "robot_runs").iterdir())   # fetched, then removed there
+    ns = subprocess.run([str(paths.REPO / "bin" / "netloop"), "run", str(exp), "--results", str(tmp_path / "ns")],
+                        capture_output=True, text=True, timeout=400)
+    assert ns.returncode == 0, ns.stderr[-3000:]
+    (ns_campaign,) = list((tmp_path / "ns").iterdir())
+
+    for transport in ("tcp_nodelay", "priority"):
+        ssh_dir, ns_dir = ssh_campaign / "runs" / f"{transport}-r0", ns_campaign / "runs" / f"{transport}-r0"
+        meta = json.loads((ssh_dir / "metadata.json").read_text())
+        assert meta["status"] in ("complete", "invalid"), meta.get("error")
+        link = meta["link"]
+        assert link["type"] == "real" and link["records_home"]["robot"]["fetched"], link
+        assert link["hosts"]["robot"]["ssh"] == "root@10.77.0.1" and link["hosts"]["operator"]["local"]
+        assert abs(link["clocks"]["robot"]["before"]["offset_ms"]) < 0.5   # one kernel clock, really
+        if transport == "priority":   # one master per machine, the robot's started over SSH
+            assert set(meta["masters"]) == {"robot", "operator"} and "10.77.0.1" in meta["masters"]["robot"]
+        assert (ssh_dir / "records" / "plant.csv").is_file() and (ssh_dir / "logs" / "ros_robot").is_dir()
+
+        ssh_run, ns_run = analyse_run(ssh_dir), analyse_run(ns_dir)
+        if "invalid" in (ssh_run.status, ns_run.status):
+            continue    # the emulator lagged in one of them: its timing is not comparable
+        a, b = ssh_run.loop, ns_run.loop
+        assert a.ok and b.ok and a.sensor.MDR == b.sensor.MDR == 1.0
+        # the same loop: the step response within noise of each other
+        assert abs(a.step["Overshoot"] - b.step["Overshoot"]) < 3.0, (a.step, b.step)
+        assert abs(a.rtt["p50_ms"] - b.rtt["p50_ms"]) < max(1.0, 0.5 * b.rtt["p50_ms"]), (a.rtt, b.rtt)
+        assert a.sensor.clock_uncertainty_ms is not None and b.sensor.clock_uncertainty_ms is None
+        (fa,), (fb,) = ssh_run.flows, ns_run.flows
+        assert fa.MDR == fb.MDR == 1.0 and abs(fa.sent - fb.sent) <= 2   # runs until the loop ends
+        assert abs(fa.delay["p50_ms"] - fb.delay["p50_ms"]) < max(1.0, 0.5 * fb.delay["p50_ms"]), (fa.delay, fb.delay)
+    report = (ssh_campaign / "report.md").read_text()
+    assert "## Machines and clocks" in report and "root@10.77.0.1" in report
+
+
+@needs_root
+@needs_faketime
+@pytest.mark.timeout(300)
+def test_a_skewed_robot_clock_is_measured_and_its_delays_corrected(tmp_path):
+    """The robot's processes see a clock 37 ms ahead (libfaketime); the offset measured
+    before and after the run recovers it, and the corrected one-way delays equal the ones the
+    shared kernel clock gives (the raw delay plus exactly 37 ms)."""
+    exp = _write(tmp_path, FLOW_ONLY)
+    with SshLab("ethernet", tmp_path / "lab") as lab:
+        hosts = lab.hosts_file(robot={"env": {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": "+0.037",
+                                              "FAKETIME_DONT_FAKE_MONOTONIC": "1"}})
+        campaign = _run(lab, exp, tmp_path / "out", "--machines", str(hosts))
+    run_dir = campaign / "runs" / "tcp_nodelay-r0"
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert meta["status"] == "complete", meta.get("error")
+    clock = meta["link"]["clocks"]["robot"]
+    for when in ("before", "after"):
+        assert abs(clock[when]["offset_ms"] - 37.0) < 1.0, clock
+    tx = read_events(run_dir / "records" / "flow_scan_tx.csv")      # stamped on the robot's (fake) clock
+    rx = read_events(run_dir / "records" / "flow_scan_rx.csv")      # received on the operator's
+    sent = dict(zip(tx.seq.tolist(), tx.stamp_ns.tolist()))
+    raw = np.array([(r - sent[s]) / 1e6 for s, r in zip(rx.seq.tolist(), rx.recv_ns.tolist())])
+    assert np.median(raw) < -30                                      # raw: negative, clearly wrong
+    exact = raw + 37.0                                               # the stamps were exactly 37 ms ahead
+    result = analyse_run(run_dir)
+    (flow,) = result.flows
+    assert flow.ok and flow.MDR == 1.0
+    assert abs(flow.delay["p50_ms"] - np.median(exact)) < 1.0, (flow.delay, np.median(exact))
+    assert flow.delay["p50_ms"] > 0 and flow.clock_uncertainty_ms < 1.0
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_bad_machines_are_refused_before_anything_starts_one_line_each(tmp_path):
+    exp = _write(tmp_path, dict(FLOW_ONLY, flows=[dict(FLOW_ONLY["flows"][0], count=10)]))
+    with SshLab("wifi6_2hop", tmp_path / "lab", ssh_hosts=("robot", "relay")) as lab:
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "stranger")], check=True)
+        hosts = lab.hosts_file(ssh={"key": str(tmp_path / "stranger")})           # robot: a key it does not know
+        doc = yaml.safe_load(hosts.read_text())
+        doc["hosts"]["relay"] = dict(doc["hosts"]["robot"], address=lab.testbed.address("relay"),
+                                     root="/nonexistent/netloop",                   # no package there
+                                     ssh=dict(doc["hosts"]["robot"]["ssh"], key=str(lab.key)))
+        doc["hosts"]["robot2"] = dict(doc["hosts"]["relay"], address="10.77.0.9", root=None,   # nobody there
+                                      ssh=dict(doc["hosts"]["relay"]["ssh"], connect_timeout=2))
+        hosts.write_text(yaml.safe_dump(doc))
+        r = lab.netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(hosts), timeout=120)
+        assert r.returncode == 2, r.stdout + r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert "the machines cannot run this experiment" in lines[0]
+        problems = {line.split()[0]: line for line in lines[1:]}
+        assert set(problems) == {"robot", "relay", "robot2"}, lines
+        assert "SSH refused the login" in problems["robot"] and "Permission denied" in problems["robot"]
+        assert "no netloop checkout at /nonexistent/netloop" in problems["relay"]
+        assert "unreachable over SSH" in problems["robot2"]
+        assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("metadata.json"))
+        assert _left_on(lab, "robot") == [] and _left_on(lab, "relay") == []
+
+
+def _tree_at_another_revision(tmp: Path) -> Path:
+    """This checkout's files (symlinks) in a git repository of their own: the same package at
+    another revision."""
+    tree = tmp / "other_checkout"
+    tree.mkdir()
+    for entry in paths.REPO.iterdir():
+        if entry.name != ".git":
+            (tree / entry.name).symlink_to(entry)
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "another revision"], check=True)
+    return tree
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_a_revision_mismatch_is_a_warning_or_a_refusal(tmp_path):
+    exp = _write(tmp_path, dict(FLOW_ONLY, flows=[dict(FLOW_ONLY["flows"][0], count=25)]))
+    tree = _tree_at_another_revision(tmp_path)
+    with SshLab("ethernet", tmp_path / "lab") as lab:
+        hosts = lab.hosts_file(robot={"root": str(tree)})
+        campaign = _run(lab, exp, tmp_path / "out", "--machines", str(hosts))
+        meta = json.loads((campaign / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())
+        assert meta["status"] == "complete", meta.get("error")
+        (warning,) = meta["link"]["warnings"]
+        assert warning.startswith("robot (10.77.0.1): netloop at revision") and "not be comparable" in warning
+        refuse = lab.hosts_file("strict", robot={"root": str(tree)}, revision_mismatch="refuse")
+        r = lab.netloop("run", str(exp), "--results", str(tmp_path / "out2"), "--machines", str(refuse))
+        assert r.returncode == 2 and "revision_mismatch: refuse" in r.stderr, r.stderr
+
+
+def _ancestor_sshd_session(pid: int) -> int:
+    """The sshd process serving the connection ``pid`` runs under."""
+    while pid > 1:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if "(sshd)" in stat and "notty" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+            return pid
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    raise AssertionError("no sshd session above the node")
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_a_lost_ssh_connection_stops_the_node_fails_the_run_and_keeps_its_records(tmp_path):
+    doc = dict(RLC_AND_FLOW, transport="tcp_nodelay", loop=dict(RLC_AND_FLOW["loop"], samples=1500))  # 30 s
+    exp = _write(tmp_path, doc)
+    with SshLab("ethernet", tmp_path / "lab") as lab:
+        hosts = lab.hosts_file()
+        proc = lab.popen_netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(hosts))
+        try:
+            plant = None
+            deadline = time.monotonic() + 60
+            while plant is None and time.monotonic() < deadline:
+                for pid in lab.pids_in("robot"):
+                    try:
+                        if Path(f"/proc/{pid}/comm").read_text().strip() == "rlc_plant":
+                            plant = pid
+                    except OSError:
+                        pass
+                time.sleep(0.2)
+            assert plant is not None, "the plant never started on the robot"
+            time.sleep(3.0)                                   # some samples recorded
+            os.kill(_ancestor_sshd_session(plant), signal.SIGKILL)   # the connection is gone
+            out, _ = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0, out                      # the campaign went on and wrote its report
+        for _ in range(50):                                   # the robot stops the plant within its grace
+            if not _left_on(lab, "robot"):
+                break
+            time.sleep(0.1)
+        assert _left_on(lab, "robot") == [] and _left_on(lab, "operator") == []
+    (campaign,) = list((tmp_path / "out").iterdir())
+    run_dir = campaign / "runs" / "tcp_nodelay-r0"
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert meta["status"] == "failed" and "SSH connection was lost" in meta["error"], meta.get("error")
+    assert meta["link"]["records_home"]["robot"]["fetched"]
+    plant_rows = read_events(run_dir / "records" / "plant.csv")
+    assert 50 < len(plant_rows.select("tx", "y")) < 1500           # what was written so far came home
+    assert "## Problems" in (campaign / "report.md").read_text()
+
+
+def test_flow_analysis_is_unchanged_on_one_clock(tmp_path):
+    """A run on the testbed has no clocks in its metadata: delays are not touched."""
+    from netloop.analysis.clocks import correct
+    assert correct({"link": {"type": "ns3_wifi"}}, "robot", "operator", np.array([1.0]), np.array([0.002])) is None
+    meta = {"link": {"type": "real", "clocks": {
+        "robot": {"before": {"offset_ms": 10.0, "uncertainty_ms": 0.2, "at": 100.0},
+                  "after": {"offset_ms": 12.0, "uncertainty_ms": 0.1, "at": 200.0}},
+        "operator": {"before": {"offset_ms": 0.0, "uncertainty_ms": 0.0, "at": 100.0},
+                     "after": {"offset_ms": 0.0, "uncertainty_ms": 0.0, "at": 200.0}}}}}
+    c = correct(meta, "robot", "operator", np.array([100.0, 150.0, 200.0]), np.array([-0.008, -0.009, -0.010]))
+    assert np.allclose(c.delays, [0.002, 0.002, 0.002]) and c.uncertainty_s == pytest.approx(0.0002)
