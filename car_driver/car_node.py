@@ -9,12 +9,15 @@ Subscribes
 Publishes
   ``camera/image/compressed`` (sensor_msgs/CompressedImage, format "jpeg", frame
   ``camera_optical_frame``) at ``~camera_rate``.
+  ``odom`` (nav_msgs/Odometry, ``odom`` -> ``base_link``) at ``~odom_rate`` (50 Hz; 0: off):
+  dead reckoning of the applied command (:mod:`netloop.car_driver.odometry`; the kit has no
+  wheel encoders), so that a teleoperation loop can be closed over the network on the car.
 Parameters (defaults from the car profile where it has them)
   ``~car`` (smart_video_car), ``~profile_file`` (a YAML path, overrides ~car),
   ``~hardware`` (real | fake), ``~gpio_backend`` (auto | lgpio | gpiozero),
   ``~watchdog_timeout`` (0.25 s), ``~steering_offset``, ``~camera`` (true),
   ``~camera_device``, ``~camera_width``, ``~camera_height``, ``~camera_rate``,
-  ``~jpeg_quality``, ``~fake_state_file`` (fake hardware only: JSON dump of the fake registers
+  ``~jpeg_quality``, ``~odom_rate`` (50 Hz), ``~fake_state_file`` (fake hardware only: JSON dump of the fake registers
   and pins after every change, for tests and for watching the node without a car).
 
 The motors stop when commands stop arriving (watchdog), on any error in the command path,
@@ -23,12 +26,14 @@ on shutdown (SIGINT/SIGTERM, rosnode kill, roslaunch stop) and if the node crash
 from __future__ import annotations
 
 import atexit
+import math
 import sys
 import threading
 import time
 
 from netloop.car_driver.controller import CarController, pan_tilt_from_joint_state
 from netloop.car_driver.fakes import FakeCamera, FakeGPIO, FakePCA9685Bus
+from netloop.car_driver.odometry import DeadReckoning
 from netloop.car_driver.hardware import (HardwareError, OpenCVCamera, SMBusI2C,
                                          encode_jpeg, open_gpio)
 from netloop.car_driver.profiles import load_profile
@@ -69,6 +74,36 @@ class Hardware:
             return {}
         return {"pca9685": self.bus.snapshot(), "gpio": self.gpio.snapshot(),
                 "camera_frames": self.camera.frames if self.camera is not None else 0}
+
+
+def publish_odometry(rospy, controller: CarController, wheelbase: float, rate: float,
+                     stop_event: threading.Event) -> None:
+    """A thread publishing ``odom`` at ``rate``: the applied command, dead-reckoned."""
+    from nav_msgs.msg import Odometry  # noqa: PLC0415
+
+    pub = rospy.Publisher("odom", Odometry, queue_size=10, tcp_nodelay=True)
+    odom = DeadReckoning(wheelbase)
+    unknown = 1e3   # variance of what the car cannot measure (it has no sensor of its own motion)
+
+    def loop():
+        last = time.monotonic()
+        while not stop_event.wait(1.0 / rate) and not rospy.is_shutdown():
+            now = time.monotonic()
+            applied = controller.last
+            speed = applied.speed if (applied is not None and controller.running) else 0.0
+            odom.step(speed, applied.steer if applied is not None else 0.0, now - last)
+            last = now
+            msg = Odometry()
+            msg.header.stamp = rospy.Time.now()
+            msg.header.frame_id, msg.child_frame_id = "odom", "base_link"
+            msg.pose.pose.position.x, msg.pose.pose.position.y = odom.x, odom.y
+            msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = math.sin(odom.yaw / 2), math.cos(odom.yaw / 2)
+            msg.twist.twist.linear.x, msg.twist.twist.angular.z = odom.v, odom.omega
+            msg.pose.covariance = [unknown if i in (0, 7, 35) else 0.0 for i in range(36)]
+            msg.twist.covariance = [unknown if i in (0, 35) else 0.0 for i in range(36)]
+            pub.publish(msg)
+
+    threading.Thread(target=loop, name="car_odometry", daemon=True).start()
 
 
 def main(argv=None) -> int:
@@ -142,6 +177,9 @@ def main(argv=None) -> int:
                 rospy.logerr_throttle(1.0, f"car_driver: watchdog error: {err}")
 
     threading.Thread(target=watchdog_loop, name="car_watchdog", daemon=True).start()
+    odom_rate = float(rospy.get_param("~odom_rate", 50.0))
+    if odom_rate > 0:
+        publish_odometry(rospy, controller, profile["kinematics"]["wheelbase"], odom_rate, stop_event)
     rospy.Subscriber("cmd_vel", Twist, on_cmd, queue_size=1, tcp_nodelay=True)
     rospy.Subscriber("pan_tilt", JointState, on_pan_tilt, queue_size=1)
 

@@ -54,6 +54,7 @@ def _cmd_validate(args) -> int:
 
 def _cmd_run(args) -> int:
     from . import runner
+    from .machines import RealHostsError
     from .experiment import estimated_run_seconds, expand, for_cell, load_experiment, quick_variant
 
     if args.resume:
@@ -88,7 +89,7 @@ def _cmd_run(args) -> int:
         if cfg.machines:   # every machine checked before anything starts: one line per problem
             runner.check_machines(cfg)
         runner.run_experiment(cfg, out, resume=bool(args.resume))
-    except runner.RealHostsError as err:
+    except RealHostsError as err:
         print(f"netloop: {err}", file=sys.stderr)
         return 2
     except runner.Interrupted as sig:

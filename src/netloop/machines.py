@@ -48,6 +48,8 @@ PASSED_ENV = ("ROS_MASTER_URI", "ROS_IP", "ROS_LOG_DIR", "ROS_HOME")
 #: a compiled node that a built checkout has
 BUILT_MARK = ".build/ws/devel/lib/netloop/flow_sink"
 SSH_LOST = 255   # ssh's exit status when the connection failed or was lost
+#: data this checkout generates (not in git), copied to a machine when a command names it
+GENERATED = paths.REPO / ".build" / "bags"
 
 
 @section("how to reach a machine over SSH (OpenSSH's ssh and scp; ~/.ssh/config applies too)")
@@ -222,7 +224,7 @@ class RealHosts:
         self.clocks: dict[str, dict[str, Any]] = {}
         self.records_home: dict[str, dict[str, Any]] = {}
         self.fetch_problems: list[str] = []
-        self._pushed: set[str] = set()
+        self._pushed: set[tuple[str, str]] = set()
         self._is_up = False
 
     # --- the Testbed interface -------------------------------------------------------------
@@ -269,9 +271,10 @@ class RealHosts:
             return value
         run, repo = str(self.run_dir), str(paths.REPO)
         if run in value:
-            self._push_inputs(host, value)
+            self._push_inputs(host, value, run, self.remote_run_dir(host))
             return value.replace(run, self.remote_run_dir(host))
         if repo in value:
+            self._push_inputs(host, value, str(GENERATED), self.root(host) + str(GENERATED)[len(repo):])
             return value.replace(repo, self.root(host))
         return value
 
@@ -437,14 +440,14 @@ class RealHosts:
         self.records_home[host] = {"fetched": True, "files": files, "from": f"{_destination(machine)}:{remote}"}
         self._ssh_run(host, f"rm -rf {shlex.quote(remote)}")
 
-    def _push_inputs(self, host: str, value: str) -> None:
-        """Copy files the run made here (e.g. camera frames) named in ``value`` to ``host``."""
-        run = str(self.run_dir)
+    def _push_inputs(self, host: str, value: str, local: str, remote: str) -> None:
+        """Copy the files under ``local`` named in ``value`` (inputs made here: camera frames in
+        the run directory, synthetic bags) to ``host``, under ``remote``."""
         for word in value.replace("=", " ").replace(",", " ").split():
-            if not word.startswith(run) or word in self._pushed or not os.path.exists(word):
+            if not word.startswith(local) or (host, word) in self._pushed or not os.path.exists(word):
                 continue
-            self._pushed.add(word)
-            target = self.remote_run_dir(host) + word[len(run):]
+            self._pushed.add((host, word))
+            target = remote + word[len(local):]
             self._ssh(host, f"mkdir -p {shlex.quote(target.rsplit('/', 1)[0])}")
             machine = self.machine(host)
             r = subprocess.run(scp_argv(machine) + [word, f"{_destination(machine)}:{target}"],

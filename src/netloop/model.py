@@ -75,7 +75,8 @@ class Placement:
 class Teleop:
     world: str = key(Str("arena", "simulator world: arena | tunnel | path of an SDF .world"))
     simulator: str = key(Enum(_simulator_names, "embedded", "the car's simulator: embedded (pybullet, this "
-                                                            "package) or gazebo (gazebo_ros, where installed)",
+                                                            "package), gazebo (gazebo_ros, where installed), or "
+                                                            "car (no simulator: the real car's driver)",
                               what="simulator"))
     sim: dict[str, Any] = key(Map({}, {}, "simulator parameters (nodes/README.md), e.g. {camera_rate: 15}",
                                   extra=Any_()))

@@ -23,7 +23,7 @@ from .cpulimit import CpuLimits, LimitedHosts, cgroup_root
 from .experiment import RunSpec, estimated_run_seconds, expand, for_cell, link_capacity_mbit, sweep_combinations
 from .flows import echo_topic, flow_connections, flow_datatype, flow_processes, message_bytes, topic_of
 from .loops import LoopStart, get_loop_kind
-from .machines import SSH_LOST, RealHosts, RealHostsError, load_machines
+from .machines import SSH_LOST, RealHosts, load_machines
 from .master import MasterError, RosMaster
 from .model import Experiment
 from .processes import ProcessGroup, log_tail

@@ -8,6 +8,10 @@ TF) out.
   - ``gazebo``: Gazebo classic through gazebo_ros (``launch/sim.launch simulator:=gazebo``,
     with ``nodes/gazebo_bridge.py`` mapping cmd_vel and odom); only where gazebo_ros is
     installed (ROS Noetic), refused before anything starts elsewhere.
+  - ``car``: no simulation: the real car's driver (``car_driver/car_node.py``) on the car's
+    Raspberry Pi, its odometry dead-reckoned from the applied command (the kit has no
+    encoders); ``hardware: fake`` drives the register-level fakes instead (no car needed).
+    The world is not used.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from typing import Any
 
 from .. import paths
 from ..registry import Registry
+from ..schema import Any_, Bool, ConfigError, Enum, Int, Map, Num, Str
 
 
 class Simulator:
@@ -28,6 +33,11 @@ class Simulator:
     def unavailable(self) -> str | None:
         """Why this simulator cannot run on this machine, or None when it can."""
         return None
+
+    def check_params(self, params: dict[str, Any], world: str) -> None:
+        """ConfigError (key relative to ``loop.teleop.sim``) for parameters it does not take."""
+        from ..sim.simulation import load_sim_config  # noqa: PLC0415 - pybullet, only for teleop
+        load_sim_config(dict(params, world=world))
 
     def start(self, hosts, host: str, world: str, params: dict[str, Any]) -> Any:
         raise NotImplementedError
@@ -63,7 +73,38 @@ class GazeboSimulator(Simulator):
                                                 "simulator:=gazebo", f"world:={world}", *args])
 
 
-_SIMULATORS: Registry[Simulator] = Registry("simulator", {s.name: s for s in (EmbeddedSimulator, GazeboSimulator)})
+class RealCar(Simulator):
+    name = "car"
+    odom_node = cmd_vel_node = "/car_driver"
+    #: the car node's parameters (car_driver/car_node.py)
+    PARAMS = Map({
+        "car": Str("smart_video_car", "car profile in config/cars"),
+        "hardware": Enum(("real", "fake"), "real", "real: the PCA9685 and GPIO of the Pi; fake: register-level fakes"),
+        "gpio_backend": Enum(("auto", "lgpio", "gpiozero"), "auto"),
+        "watchdog_timeout": Num(0.25, "s without cmd_vel before the motors stop", gt=0, le=5),
+        "steering_offset": Num(None, "steering calibration"),
+        "camera": Bool(True, "publish the USB camera (camera/image/compressed)"),
+        "camera_device": Any_(0, "camera index or device path"), "camera_width": Int(320, ge=16), "camera_height": Int(240, ge=16),
+        "camera_rate": Num(10.0, gt=0, le=120), "jpeg_quality": Int(75, ge=1, le=100),
+        "odom_rate": Num(50.0, "dead-reckoned odometry [Hz]", gt=0, le=1000),
+        "fake_state_file": Str("", nonempty=False),
+    }, {})
+
+    def check_params(self, params, world):
+        checked = self.PARAMS.check(params, "")
+        from ..car_driver.profiles import load_profile  # noqa: PLC0415
+        try:
+            load_profile(checked["car"])
+        except (ConfigError, FileNotFoundError) as err:
+            raise ConfigError("car", str(err)) from None
+
+    def start(self, hosts, host, world, params):
+        return hosts.start("car_driver", host, [str(paths.node_binary("car_node.py")), "__name:=car_driver"],
+                           dict(params))
+
+
+_SIMULATORS: Registry[Simulator] = Registry("simulator", {s.name: s for s in (EmbeddedSimulator, GazeboSimulator,
+                                                                              RealCar)})
 
 
 def simulator_names() -> list[str]:

@@ -53,7 +53,6 @@ class TeleopLoop(LoopKind):
 
     def check(self, exp: "Experiment", hosts: list[str]) -> None:
         """Hosts known, the simulator available, the world loads, the overrides are known."""
-        from ..sim.simulation import load_sim_config  # noqa: PLC0415 - pybullet, only for teleop
         from ..sim.world import prepare_world  # noqa: PLC0415
 
         teleop, found = exp.loop.teleop, Collector()
@@ -72,7 +71,7 @@ class TeleopLoop(LoopKind):
             except (FileNotFoundError, ValueError) as err:
                 raise ConfigError("loop.teleop.world", str(err)) from None
         with found.check("loop.teleop.sim"):
-            load_sim_config(dict(teleop.sim, world=teleop.world))
+            get_simulator(teleop.simulator).check_params(teleop.sim, teleop.world)
         known = set(load_yaml(str(TRIAL_CONFIG)) or {})
         for key in teleop.trial:
             if key not in known:
