@@ -35,21 +35,35 @@ def clocks_of(meta: dict[str, Any]) -> dict[str, dict] | None:
     return link.get("clocks") if link.get("type") == "real" else None
 
 
+def offset_between(meta: dict[str, Any], from_host: str, to_host: str,
+                   t_s: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """(``to_host``'s clock minus ``from_host``'s at each time ``t_s`` [s], its uncertainty
+    [s]); a stamp made on ``from_host`` plus this is the same instant on ``to_host``'s clock.
+    None when the run had one clock; uncertainty inf for a host never measured."""
+    clocks = clocks_of(meta)
+    if clocks is None:
+        return None
+    t_s = np.asarray(t_s, float)
+    shifts, uncertainty = np.zeros(len(t_s)), 0.0
+    for host, sign in ((to_host, 1.0), (from_host, -1.0)):
+        c = clocks.get(host) or {}
+        if c.get("before") is None and c.get("after") is None:
+            return shifts, float("inf")
+        values = [offset_at(c.get("before"), c.get("after"), t) for t in t_s]
+        if values:
+            shifts += sign * np.array([v[0] for v in values])
+        uncertainty += max((v[1] for v in values), default=0.0)
+    return shifts, uncertainty
+
+
 def correct(meta: dict[str, Any], from_host: str, to_host: str, sent_s: np.ndarray,
             delays: np.ndarray) -> Correction | None:
     """``delays`` (receive time on ``to_host``'s clock minus send stamp on ``from_host``'s, at
     send times ``sent_s``) on one clock; None when the run had one clock (nothing to correct)."""
-    clocks = clocks_of(meta)
-    if clocks is None:
+    between = offset_between(meta, from_host, to_host, sent_s)
+    if between is None:
         return None
-    shifts, uncertainty = np.zeros(len(delays)), 0.0
-    for host, sign in ((to_host, 1.0), (from_host, -1.0)):
-        c = clocks.get(host) or {}
-        if c.get("before") is None and c.get("after") is None:
-            return Correction(np.asarray(delays, float), float("inf"))   # never measured: unknown
-        values = [offset_at(c.get("before"), c.get("after"), t) for t in np.asarray(sent_s, float)]
-        shifts += sign * np.array([v[0] for v in values]) if values else 0.0
-        uncertainty += max((v[1] for v in values), default=0.0)
+    shifts, uncertainty = between
     return Correction(np.asarray(delays, float) - shifts, uncertainty)
 
 

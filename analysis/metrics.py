@@ -15,14 +15,21 @@ def step_metrics(t, y, yfinal: float | None = None, settling_band: float = 0.02)
     value of a sampled step response starting at 0, via ``control.step_info``.
 
     ``yfinal`` defaults to the mean of the last 10 % of the samples; a response that has not
-    settled by the end is reported with ``settled`` false.
+    settled by the end is reported with ``settled`` false, one that never reaches 90 % of
+    ``yfinal`` with rise and settling time NaN.
     """
     t, y = np.asarray(t, float), np.asarray(y, float)
     if len(y) < 3 or not np.all(np.isfinite(y)):
         return {k: math.nan for k in STEP_KEYS} | {"settled": False}
     if yfinal is None:
         yfinal = float(np.mean(y[-max(1, len(y) // 10):]))
-    info = control.step_info(y, T=t, yfinal=yfinal, SettlingTimeThreshold=settling_band)
+    try:
+        info = control.step_info(y, T=t, yfinal=yfinal, SettlingTimeThreshold=settling_band)
+    except IndexError:   # step_info finds no 90 % crossing: the response never got there
+        peak = int(np.argmax(np.abs(y)))
+        info = {"RiseTime": math.nan, "SettlingTime": math.nan, "Peak": float(abs(y[peak])),
+                "PeakTime": float(t[peak]), "SteadyStateValue": yfinal,
+                "Overshoot": max(0.0, 100.0 * (abs(y[peak]) - abs(yfinal)) / abs(yfinal)) if yfinal else math.nan}
     out = {k: float(info[k]) for k in STEP_KEYS}
     tail = y[-max(1, len(y) // 10):]
     out["settled"] = bool(np.all(np.abs(tail - yfinal) <= settling_band * max(abs(yfinal), 1e-9)))

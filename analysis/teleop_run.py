@@ -9,6 +9,7 @@ cmd_speed`` / ``tx cmd_turn``, answering the odometry used) and the reference ch
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from ..rundir import RunDir
-from . import metrics, plots
+from . import clocks, metrics, plots
 from .loop_run import read_run_metadata, transport_of
-from .records import RecordError, read_events
+from .records import Events, RecordError, read_events
 from .rendering import Section
 from .results import StepResponse, TeleopRunResult
 
@@ -43,6 +44,18 @@ def _step(ev, ref_topic: str, topic: str, t_end_ns: int | None) -> StepResponse 
     return StepResponse(t=t.tolist(), y=y.tolist(), step=float(size), metrics=metrics.step_metrics(t, y, yfinal=1.0))
 
 
+def _odometry_on_trial_clock(ev: Events, meta: dict[str, Any], car: str, trial: str) -> Events:
+    """On real machines the odometry's stamps are the car's clock: moved onto the trial's
+    (analysis.clocks), so the steps are timed and the delays read on one clock."""
+    between = clocks.offset_between(meta, car, trial, ev.stamp_ns / 1e9)
+    if between is None or car == trial:
+        return ev
+    shift_ns = np.round(between[0] * 1e9).astype(np.int64)
+    stamp = np.where(ev.kind == "rx", ev.stamp_ns + shift_ns, ev.stamp_ns)          # odometry received
+    answer = np.where(ev.answer_seq >= 0, ev.answer_stamp_ns + shift_ns, ev.answer_stamp_ns)  # its stamp in a command
+    return dataclasses.replace(ev, stamp_ns=stamp, answer_stamp_ns=answer)
+
+
 def analyse_teleop_run(run_dir: Path, meta: dict[str, Any] | None = None) -> TeleopRunResult:
     """The trial's steps and delays of one teleop run. ``meta`` given: the caller read (and
     checked) the metadata; else it is read here and its problems are the run's."""
@@ -59,6 +72,7 @@ def analyse_teleop_run(run_dir: Path, meta: dict[str, Any] | None = None) -> Tel
     except RecordError as err:
         out.problems.append(str(err))
         return out
+    ev = _odometry_on_trial_clock(ev, meta, placement.get("car", "robot"), placement.get("trial", "operator"))
     heading_refs = ev.select("ref", "ref_heading")
     t_heading = int(heading_refs.stamp_ns[1]) if len(heading_refs) > 1 else None
     out.speed = _step(ev, "ref_speed", "speed", t_heading)

@@ -414,3 +414,24 @@ def test_node_hardware_choice_is_validated(svc):
     assert isinstance(hw.bus, FakePCA9685Bus) and isinstance(hw.gpio, FakeGPIO)
     with pytest.raises(ConfigError, match="allowed: real, fake"):
         Hardware("simulated", svc)
+
+
+def test_dead_reckoning_drives_straight_and_on_the_bicycle_models_circle():
+    import math
+    from netloop.car_driver.odometry import DeadReckoning
+    odom = DeadReckoning(wheelbase=0.14)
+    for _ in range(100):                       # 2 s at 0.3 m/s, wheels straight: 0.6 m along x
+        odom.step(0.3, 0.0, 0.02)
+    assert odom.x == pytest.approx(0.6) and odom.y == pytest.approx(0.0) and odom.yaw == 0.0
+    odom = DeadReckoning(wheelbase=0.14)
+    delta = 0.3                                # radius L / tan(delta) about the rear axle
+    radius = 0.14 / math.tan(delta)
+    quarter = (math.pi / 2) * radius / 0.2     # time for a quarter circle at 0.2 m/s
+    steps = 2000
+    for _ in range(steps):
+        odom.step(0.2, delta, quarter / steps)
+    assert odom.yaw == pytest.approx(math.pi / 2, abs=1e-6)      # + = left (REP-103)
+    assert (odom.x, odom.y) == (pytest.approx(radius, abs=1e-4), pytest.approx(radius, abs=1e-4))
+    assert odom.omega == pytest.approx(0.2 * math.tan(delta) / 0.14)
+    with pytest.raises(ValueError):
+        DeadReckoning(wheelbase=0)

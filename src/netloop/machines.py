@@ -184,7 +184,7 @@ echo "root=ok"
 [ -x "$root/bin/netloop-remote-exec" ] && echo "wrapper=ok"
 [ -x "$root/BUILT_MARK" ] && echo "built=ok"
 echo "revision=$(git -C "$root" rev-parse HEAD 2>/dev/null)"
-echo "dirty=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | head -c 1 | wc -c)"
+echo "dirty=$(git --no-optional-locks -C "$root" status --porcelain --untracked-files=no 2>/dev/null | head -c 1 | wc -c)"
 ( NETLOOP_ROOT=$root; . "$root/scripts/env.sh" >/dev/null 2>&1; command -v rosmaster >/dev/null 2>&1 && echo "ros=ok" )
 mkdir -p "$run_root" 2>/dev/null && [ -w "$run_root" ] && echo "run_root=ok"
 if [ -n "$iface" ]; then
