@@ -405,3 +405,31 @@ def test_the_cars_odometry_stamps_move_onto_the_trials_clock():
     assert moved.stamp_ns.tolist() == [10_000_000_000, 10_050_000_000]      # odometry: car clock - 37 ms
     assert moved.answer_stamp_ns.tolist() == [-1, 10_000_000_000]           # the stamp a command answers
     assert (moved.recv_ns - moved.stamp_ns)[0] == 1_000_000                # 1 ms, not -36 ms
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_sigterm_to_netloop_stops_the_remote_nodes_and_brings_the_records_home(tmp_path):
+    doc = dict(RLC_AND_FLOW, transport="tcp_nodelay", loop=dict(RLC_AND_FLOW["loop"], samples=1500))  # 30 s
+    exp = _write(tmp_path, doc)
+    with SshLab("ethernet", tmp_path / "lab") as lab:
+        hosts = lab.hosts_file()
+        proc = lab.popen_netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(hosts))
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not list((tmp_path / "out").rglob("plant.log")):
+                time.sleep(0.2)
+            time.sleep(5.0)                                   # the loop running for a while
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 130 and "interrupted (SIGTERM)" in out, out
+        assert _left_on(lab, "robot") == [] and _left_on(lab, "operator") == []
+    (campaign,) = list((tmp_path / "out").iterdir())
+    run_dir = campaign / "runs" / "tcp_nodelay-r0"
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert meta["status"] == "interrupted" and meta["link"]["records_home"]["robot"]["fetched"], meta
+    assert 50 < len(read_events(run_dir / "records" / "plant.csv").select("tx", "y")) < 1500

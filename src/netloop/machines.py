@@ -48,6 +48,8 @@ PASSED_ENV = ("ROS_MASTER_URI", "ROS_IP", "ROS_LOG_DIR", "ROS_HOME")
 #: a compiled node that a built checkout has
 BUILT_MARK = ".build/ws/devel/lib/netloop/flow_sink"
 SSH_LOST = 255   # ssh's exit status when the connection failed or was lost
+#: a clock further off than this [ms] is worth a warning (a machine without time sync)
+CLOCK_WARN_MS = 100.0
 #: data this checkout generates (not in git), copied to a machine when a command names it
 GENERATED = paths.REPO / ".build" / "bags"
 
@@ -392,8 +394,13 @@ class RealHosts:
                 entry[when] = {"offset_ms": 0.0, "uncertainty_ms": 0.0, "at": round(time.time(), 3),
                                "samples": 0, "same_clock": True}
                 continue
-            entry[when] = self._measure_clock(host)
+            entry[when] = m = self._measure_clock(host)
             entry["drift_ppm"] = clocksync.drift_ppm(entry.get("before"), entry.get("after"))
+            if abs(m["offset_ms"]) > CLOCK_WARN_MS and when == "before":
+                line = (f"{host}'s clock is {m['offset_ms']:+.1f} ms off this machine's: delays are corrected, but "
+                        f"is its time synchronised (chrony)?")
+                self.warnings.append(line)
+                self.log(f"warning: {line}")
 
     def _measure_clock(self, host: str) -> dict:
         argv, env, _ = self.command(host, ["python3", "-m", "netloop.clocksync", "serve", "--bind",
