@@ -30,7 +30,7 @@ from ..flows import sink_names
 from ..model import Flow
 from ..rundir import RunDir
 from ..schema import ConfigError
-from . import clocks, metrics
+from . import clocks, metrics, outages
 from .records import RecordError, read_events
 from .results import FlowResult
 
@@ -97,6 +97,20 @@ def _on_one_clock(run: RunDir, out: FlowResult, from_host: str, to_host: str, se
     return correction.delays
 
 
+def _outages(run: RunDir, out: FlowResult, sent: dict, keys: set, arrivals_s: np.ndarray) -> None:
+    """What each outage of the run did to this receiver's messages (analysis.outages);
+    ``sent``: key -> send time [ns] of every message sent, ``keys``: those received."""
+    try:
+        meta = run.read_metadata()
+    except ValueError:
+        return
+    if not outages.windows(meta):
+        return
+    order = list(sent)
+    sent_s = np.array([sent[k] / 1e9 for k in order])
+    out.outages = outages.per_outage(meta, sent_s, np.array([k in keys for k in order]), arrivals_s)
+
+
 def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscriber: str | None = None,
                      host: str | None = None) -> FlowResult:
     """The measurements of one receiver of a flow (its record ``records/<record>``, on
@@ -126,6 +140,7 @@ def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscri
         delays = _on_one_clock(run, out, flow.from_, host or flow.to[0],
                                np.array([sent[k] / 1e9 for k in keys if k in sent]), delays)
     received = len(set(keys) & set(sent))
+    _outages(run, out, sent, set(keys), rx.recv_ns / 1e9)
     arrivals = np.sort(rx.recv_ns / 1e9)
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else math.nan
     bw = (rx.bytes.sum() * 8 / 1e6) / (span + flow.period) if len(arrivals) > 1 and flow.period else math.nan

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..rundir import MetadataError, RunDir, status_problem
-from . import baseline, clocks, metrics
+from . import baseline, clocks, metrics, outages
 from .records import Events, RecordError, read_events
 from .results import DirectionStats, LoopRunResult
 
@@ -99,9 +99,12 @@ def direction_stats(tx: Events, rx: Events, meta: dict[str, Any] | None = None,
     correction = clocks.correct(meta, *hosts, sent_s, delays) if meta and hosts else None
     if correction is not None:
         delays, uncertainty = correction.delays, round(correction.uncertainty_s * 1e3, 4)
+    received = set(rx.seq.tolist())
+    lost_or_not = outages.per_outage(meta or {}, tx.stamp_ns / 1e9, np.array([s in received for s in tx.seq.tolist()]),
+                                     arrivals)
     return DirectionStats(sent=len(tx), received=len(rx), MDR=metrics.delivery_ratio(tx.seq, rx.seq),
                           delay=metrics.delay_stats(delays), period=metrics.period_stats(arrivals),
-                          clock_uncertainty_ms=uncertainty, delays_ms=(delays * 1e3).tolist())
+                          clock_uncertainty_ms=uncertainty, outages=lost_or_not, delays_ms=(delays * 1e3).tolist())
 
 
 def analyse_loop_run(run: LoopRun) -> LoopRunResult:

@@ -196,6 +196,7 @@ def write_report(path: Path) -> Path:
                                     order if isinstance(order, list) else None))
     doc.add(cpu_section(usable))
     doc.add(machines_section(analyses))
+    doc.add(outages_section(usable))
     doc.add(closing(loop_runs, excluded, broken, absent))
     doc.write(path / "report.md", path / "report.html")
     return path / "report.html"
@@ -224,6 +225,47 @@ def cpu_section(runs: list[RunAnalysis]) -> Section | None:
               "near its `cpu` limit, is the bottleneck rather than the link. Per process: `metadata.json` → `cpu`.")
     return section.table((["setting"] if swept else []) + ["transport", "runs"] +
                          [f"{h} [% of a core]" for h in hosts], rows, digits=1)
+
+
+def _streams(a: RunAnalysis):
+    """(name, outage entries) of every stream of a run that an outage touched."""
+    if a.loop is not None and a.loop.ok:
+        for name, d in (("y (plant → controller)", a.loop.sensor), ("u (controller → plant)", a.loop.actuation)):
+            if d is not None and d.outages:
+                yield name, d.outages
+    for f in a.flows:
+        if f.ok and f.outages:
+            yield f"flow {f.label}", f.outages
+
+
+def outages_section(runs: list[RunAnalysis]) -> Section | None:
+    """Runs with link outages (``faults:``): per transport and stream, how long after the link
+    came back the first message arrived, and what was lost (the Pound paper's Table V)."""
+    runs = [a for a in runs if a.meta.get("faults")]
+    if not runs:
+        return None
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for a in runs:
+        for name, entries in _streams(a):
+            groups.setdefault((a.transport, name), []).extend(entries)
+    section = Section("Link outages: recovery")
+    windows = runs[0].meta["faults"]
+    section.p(f"Each run had {len(windows)} outage(s) ("
+              + ", ".join(f"{', '.join(w['hosts'])} silent {w['planned_end_s'] - w['planned_start_s']:g} s from "
+                          f"t = {w['planned_start_s']:g} s" for w in windows)
+              + "; t from the nodes connecting): every packet the silent hosts sent was dropped at their "
+                "interface. Recovery = from the link's return to the first message delivered after it (median "
+                "over outages and repetitions; it includes the transport's back-off, e.g. TCP's retransmission "
+                "timer); lost = sent during an outage and never delivered; late = sent during it and delivered "
+                "after it (queued and retransmitted).")
+    rows = []
+    for (transport, name), entries in groups.items():
+        rec = [e["recovery_ms"] for e in entries if e["recovery_ms"] is not None]
+        rows.append([transport, name, len(entries), median_of(rec) if rec else None, max(rec) if rec else None,
+                     median_of([e["lost"] for e in entries]), median_of([e["late"] for e in entries]),
+                     sum(1 for e in entries if e["recovery_ms"] is None)])
+    return section.table(["transport", "stream", "outages", "recovery median [ms]", "recovery max [ms]",
+                          "lost (median)", "late (median)", "never recovered"], rows, digits=1)
 
 
 def _clock(m: dict | None) -> str | None:

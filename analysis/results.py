@@ -76,6 +76,7 @@ class DirectionStats(Result):
     delay: dict[str, float]       # metrics.delay_stats: n, mean_ms, std_ms, p50_ms, p95_ms, p99_ms, max_ms
     period: dict[str, float]      # metrics.period_stats: mean_ms, std_ms
     clock_uncertainty_ms: float | None = optional()  # real machines: the delays' clock correction, ±
+    outages: list[dict[str, Any]] = field(default_factory=list)  # analysis.outages.per_outage
     delays_ms: list[float] = series()
 
 
@@ -138,6 +139,7 @@ class FlowResult(Result):
     subscriber_queue_drops: int | None = optional()  # roscpp's drops of a full subscriber queue
     lost_before_subscriber: int | None = optional()  # publisher queue (TCPROS) or network (UDPROS)
     clock_uncertainty_ms: float | None = optional()  # real machines: D's clock correction is known to ±this
+    outages: list[dict[str, Any]] = field(default_factory=list)  # analysis.outages.per_outage
     delays_ms: list[float] = series()
     periods_ms: list[float] = series()
 

@@ -248,6 +248,7 @@ def _validate_one(data: Any, source: str | None, name: str | None) -> Experiment
         with found.check():
             get_loop_kind(exp.loop.type).check(exp, hosts)
         _check_host_computers(exp, hosts, found)
+        _check_faults(exp, hosts, found)
     if not found.found:
         _check_message_sizes(exp, found)
     found.raise_if_any(source)
@@ -265,6 +266,31 @@ def _check_host_computers(exp: Experiment, hosts: list[str], found: Collector) -
                                            f"machines (machines: {exp.machines}) run on the slow computer itself")
         elif computer.get("cpu") is not None and computer["cpu"] > cpus:
             found.add(f"hosts.{host}.cpu", f"{computer['cpu']:g} CPUs is more than this machine has ({cpus})")
+
+
+def _check_faults(exp: Experiment, hosts: list[str], found: Collector) -> None:
+    """``faults``: an emulated link with interfaces, known hosts, outages that do not overlap
+    and end within the run."""
+    if exp.faults and (exp.machines or exp.link == "loopback"):
+        found.add("faults", "outages are made on an emulated link's interfaces: not on "
+                            + (f"real machines (machines: {exp.machines})" if exp.machines else "link loopback"))
+        return
+    try:
+        length = run_seconds(exp)
+    except (ValueError, TypeError):   # flows without a count and no duration: no known end
+        length = None
+    for i, fault in enumerate(exp.faults):
+        for host in fault.hosts:
+            if host not in hosts:
+                found.add(f"faults[{i}].hosts", f"unknown host {host!r}; allowed: {', '.join(hosts)}")
+        if fault.repeat > 1 and (fault.every is None or fault.every <= fault.duration):
+            found.add(f"faults[{i}].every", f"with repeat {fault.repeat}, every must be longer than the duration "
+                                            f"({fault.duration:g} s), got {fault.every}")
+            continue
+        end = fault.windows()[-1][1]
+        if length is not None and end > length:
+            found.add(f"faults[{i}]", f"the outage ends {end:g} s after the nodes connected, after the run "
+                                      f"(about {length:g} s): start it earlier, shorten it, or lengthen the run")
 
 
 def _check_message_sizes(exp: Experiment, found: Collector) -> None:

@@ -144,6 +144,22 @@ class Flow:
         return [host for host in self.to for _ in range(self.subscribers)]
 
 
+@section("a link outage (the Pound paper's Table V): for a while, the hosts' transmissions are dropped at "
+         "their interfaces, as by a radio that is off")
+class Fault:
+    at: float = key(Num(doc="seconds after every subscriber has connected when the (first) outage starts", ge=0))
+    duration: float = key(Num(doc="seconds the outage lasts", gt=0, le=3600))
+    hosts: list[str] = key(List(Str(), [], "hosts whose transmissions are dropped (default: every host: the "
+                                           "link is down)"))
+    repeat: int = key(Int(1, "outages in all", ge=1, le=1000))
+    every: float | None = key(Num(None, "seconds from one outage's start to the next (with repeat > 1)", gt=0))
+
+    def windows(self) -> list[tuple[float, float]]:
+        """(start, end) of every outage, in seconds after the connections."""
+        return [(self.at + k * (self.every or 0.0), self.at + k * (self.every or 0.0) + self.duration)
+                for k in range(self.repeat)]
+
+
 @section()
 class Experiment:
     """An experiment file: the link, the transports, the loop and the flows, and how to sweep them."""
@@ -175,6 +191,7 @@ class Experiment:
                                             "varied together (equal lengths): one axis", extra=Any_()))
     loop: Loop = key(Loop.schema)
     flows: list[Flow] = key(List(Flow.schema, [], "perturbing flows sharing the link"))
+    faults: list[Fault] = key(List(Fault.schema, [], "link outages during each run (emulated links only)"))
     duration: float | None = key(Num(None, "seconds a run lasts when no loop or count ends it", gt=0))
     run_timeout: float = key(Num(120.0, "a run taking longer than this [s] is stopped and marked failed", gt=0))
     keep_going: bool = key(Bool(True, "go on with the other runs when one fails"))

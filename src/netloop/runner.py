@@ -21,6 +21,7 @@ from . import paths, rosenv
 from .connections import describe, node_connections
 from .cpulimit import CpuLimits, LimitedHosts, cgroup_root
 from .experiment import RunSpec, estimated_run_seconds, expand, for_cell, link_capacity_mbit, sweep_combinations
+from .faults import FaultSchedule
 from .flows import echo_topic, flow_connections, flow_datatype, flow_processes, message_bytes, topic_of
 from .loops import LoopStart, get_loop_kind
 from .machines import SSH_LOST, RealHosts, load_machines
@@ -244,6 +245,10 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
                         masters={h: m.uri for h, m in masters.items()})
             if negotiated is None:
                 raise RunFailed(f"not every subscriber connected within 20 s: {sorted({c[0] for c in connections})}")
+            faults = FaultSchedule(exp.faults, testbed, log)
+            stack.callback(lambda: meta.update(faults=faults.metadata()) if faults.records else None)
+            stack.callback(faults.end_all)
+            faults.start()
 
             # The run ends when the loop's ending process (the plant, the trial) has ended, or
             # when every finite flow has ended (or `duration` has passed) for a run without one.
@@ -252,6 +257,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             while time.monotonic() < min(deadline, end_by):
                 _check_alive([p for p in watched if p not in finite])
                 group.sample_cpu()
+                faults.poll()
                 if ending is not None and ending.poll() is not None:
                     break
                 if ending is None and finite and all(p.poll() is not None for p in finite):

@@ -89,6 +89,20 @@ class Link:
     def health(self, since: float | None = None) -> dict:
         return {"valid": True, "reason": "ok"}
 
+    def shape(self, host: str) -> None:
+        """Set up ``host``'s egress queueing on net0 (default: the kernel's own qdisc)."""
+
+    def set_transmitting(self, host: str, on: bool) -> None:
+        """Stop (``on`` False) or restart ``host``'s transmissions: an outage. Stopped, its net0
+        drops every packet at once (a pfifo of length 0: silently, as a radio that is off;
+        TCP retransmits with back-off); restarted, its queueing is set up as up() did."""
+        ns = self.ctx.netns[host]
+        if not on:
+            util.run(["tc", "-n", ns, "qdisc", "replace", "dev", IFACE, "root", "pfifo", "limit", "0"])
+            return
+        util.run(["tc", "-n", ns, "qdisc", "del", "dev", IFACE, "root"], check=False)
+        self.shape(host)
+
     # helpers -----------------------------------------------------------------------------
     def configure_host(self, host: str, iface: str, mtu: int, routes: list[str] = ()) -> None:
         """Name the interface ``net0``, set MTU and address, bring it up, add routes."""
@@ -127,10 +141,10 @@ class EthernetLink(Link):
                   "peer", "name", IFACE, "netns", o])
         for host in ("robot", "operator"):
             self.configure_host(host, IFACE, p["mtu"])
-            self._shape(ctx.netns[host])
+            self.shape(host)
 
-    def _shape(self, ns: str) -> None:
-        p = self.profile
+    def shape(self, host: str) -> None:
+        ns, p = self.ctx.netns[host], self.profile
         rate = f"{p['rate_mbit']:g}mbit"
         if p["qdisc"] == "htb":
             cmds = [["qdisc", "replace", "dev", IFACE, "root", "handle", "1:", "htb", "default", "1"],
@@ -403,7 +417,11 @@ class Ns3WifiLink(TapLink):
                     f"or inherit ({err})") from None
         if self.profile["gso_max_segs"]:
             util.ip_batch([f"link set dev {IFACE} gso_max_segs {self.profile['gso_max_segs']}"], ns)
-        sh = self.shaper()
+        self.shape(host)
+
+    def shape(self, host: str) -> None:
+        """The htb of :meth:`shaper` on ``host``'s net0, when the profile has one."""
+        sh, ns, mtu = self.shaper(), self.ctx.netns[host], self.profile["mtu"]
         if sh is None:
             return
         rate = f"{sh['rate_kbit']}kbit"

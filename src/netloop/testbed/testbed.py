@@ -118,6 +118,14 @@ class Testbed:
         """``value`` as ``host`` sees it: the same (every host shares this file system)."""
         return value
 
+    def set_transmitting(self, host: str, on: bool) -> None:
+        """An outage of ``host`` (``on`` False: everything it sends is dropped at its interface)
+        or its end; see :meth:`netloop.testbed.links.Link.set_transmitting`."""
+        self._check_host(host)
+        if self.is_loopback or not self._is_up:
+            raise TestbedError("outages need a testbed that is up, with interfaces (not loopback)")
+        self._link.set_transmitting(host, on)
+
     def netns(self, host: str) -> str | None:
         """Namespace name of ``host`` (None for loopback)."""
         self._check_host(host)

@@ -1,0 +1,39 @@
+"""What a link outage did to a stream of messages (runs with ``faults:``).
+
+For every outage the run recorded (``metadata.json`` → ``faults``: wall-clock start and end)
+and one stream (a flow at one receiver, or one direction of the loop):
+
+* ``recovery_ms``: from the outage's end to the first message delivered after it (the Pound
+  paper's recovery time; includes the transport's own back-off, e.g. TCP's retransmission
+  timer) — None when nothing arrived after it;
+* ``lost``: messages sent during the outage that never arrived;
+* ``late``: messages sent during the outage that arrived after it (held in queues and
+  retransmitted: TCP delivers them, UDP loses them).
+
+Times are the hosts' one clock (the testbed; outages need an emulated link).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def windows(meta: dict[str, Any]) -> list[tuple[float, float]]:
+    """(start, end) in seconds since the epoch of every outage of a run that ended."""
+    return [(f["start"], f["end"]) for f in meta.get("faults") or [] if f.get("end") is not None]
+
+
+def per_outage(meta: dict[str, Any], sent_s: np.ndarray, arrived: np.ndarray,
+               arrivals_s: np.ndarray) -> list[dict[str, Any]]:
+    """One entry per outage: recovery_ms, lost, late. ``sent_s``: send time of every message
+    sent; ``arrived``: whether each of them arrived; ``arrivals_s``: every arrival time."""
+    out = []
+    sent_s, arrived, arrivals_s = (np.asarray(a) for a in (sent_s, arrived, arrivals_s))
+    for start, end in windows(meta):
+        after = arrivals_s[arrivals_s >= end]
+        during = (sent_s >= start) & (sent_s < end)
+        out.append({"recovery_ms": float((after.min() - end) * 1e3) if len(after) else None,
+                    "lost": int(np.sum(during & ~arrived)), "late": int(np.sum(during & arrived)),
+                    "duration_s": round(end - start, 3)})
+    return out
