@@ -398,7 +398,8 @@ def experiment_warnings(exp: Experiment) -> list[str]:
 
 def quick_variant(exp: Experiment) -> Experiment:
     """The same experiment made short for tests and smoke runs (``netloop run --quick``): one
-    repetition, the loop cut short by its kind, flows cut to a few seconds."""
+    repetition, the loop cut short by its kind, flows cut to a few seconds, one outage of at
+    most 1 s from t = 1 s at the latest."""
     out = copy.deepcopy(exp)
     out.repetitions = 1
     get_loop_kind(out.loop.type).shorten(out)
@@ -407,5 +408,9 @@ def quick_variant(exp: Experiment) -> Experiment:
             flow.count = max(5, min(flow.count, int(3.0 / flow.period)))
     if out.duration is not None:
         out.duration = min(out.duration, 4.0)
+    if out.faults:   # one short outage early in the short run
+        first = out.faults[0]
+        first.at, first.duration, first.repeat, first.every = min(first.at, 1.0), min(first.duration, 1.0), 1, None
+        out.faults = [first]
     out.name = f"{exp.name}-quick"
     return validate_experiment(to_dict(out), name=out.name)
