@@ -60,8 +60,13 @@ def recorded_flows(meta: dict[str, Any]) -> tuple[list[RecordedFlow], list[str]]
         spec = RunSpec.from_metadata(doc)
     except ConfigError as err:
         return [], [f"the recorded experiment does not fit the model: {err}"]
-    return [RecordedFlow(one, entry.name, k if entry.replicas > 1 else None, entry.replicas)
-            for entry in spec.experiment.flows for k, one in enumerate(entry.instances(), 1)], []
+    robots = spec.experiment.robot_hosts() if any(f.per_robot for f in spec.experiment.flows) else None
+    out = []
+    for entry in spec.experiment.flows:
+        instances = entry.instances(robots)
+        out += [RecordedFlow(one, entry.name, k if len(instances) > 1 else None, len(instances))
+                for k, one in enumerate(instances, 1)]
+    return out, []
 
 
 def analyse_flow(run_dir: Path, flow: Flow | RecordedFlow) -> FlowResult:

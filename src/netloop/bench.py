@@ -201,6 +201,17 @@ def _testbed_md(tb: dict[str, Any]) -> list[str]:
             label = "normal (rt_priority 0)" if case == "normal" else f"SCHED_FIFO {c['rt_priority']}"
             lines.append(f"| {label} | {c['goodput_mbit_s']} | {c['mean_lag_ms']} | {c['max_lag_ms']} | "
                          f"{100 * (c['late_fraction'] or 0):.2f} % | {c['valid']} |")
+    st = tb.get("stations")
+    if st:
+        lines += ["", f"Robot stations ns-3 keeps in real time ({st['profile']} with `robots: N`, every robot "
+                      f"echoing 64 B with the operator every {st['interval_s'] * 1e3:g} ms for {st['seconds']:g} s): "
+                      f"largest valid N = {st['largest_valid']}.", "",
+                  "| N | echoes received / sent | RTT median [ms] | ns-3 CPU [% of a core] | lag max [ms] | "
+                  "samples late | valid |", "|---|---|---|---|---|---|---|"]
+        for n, v in st["stations"].items():
+            lines.append(f"| {n} | {v['echoes_received']} / {v['echoes_sent']} | {v['rtt_median_ms']} | "
+                         f"{100 * v['ns3_cpu_fraction']:.0f} | {v['max_lag_ms']} | "
+                         f"{100 * (v['late_fraction'] or 0):.2f} % | {v['valid']} |")
     return lines + [""]
 
 

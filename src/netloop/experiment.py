@@ -249,6 +249,7 @@ def _validate_one(data: Any, source: str | None, name: str | None) -> Experiment
             get_loop_kind(exp.loop.type).check(exp, hosts)
         _check_host_computers(exp, hosts, found)
         _check_faults(exp, hosts, found)
+        _check_per_robot(exp, found)
     if not found.found:
         _check_message_sizes(exp, found)
     found.raise_if_any(source)
@@ -266,6 +267,17 @@ def _check_host_computers(exp: Experiment, hosts: list[str], found: Collector) -
                                            f"machines (machines: {exp.machines}) run on the slow computer itself")
         elif computer.get("cpu") is not None and computer["cpu"] > cpus:
             found.add(f"hosts.{host}.cpu", f"{computer['cpu']:g} CPUs is more than this machine has ({cpus})")
+
+
+def _check_per_robot(exp: Experiment, found: Collector) -> None:
+    for i, flow in enumerate(exp.flows):
+        if not flow.per_robot:
+            continue
+        if flow.replicas > 1:
+            found.add(f"flows[{i}].per_robot", "one flow per robot, or replicas: not both")
+        if "robot" not in [flow.from_, *flow.to]:
+            found.add(f"flows[{i}].per_robot", f"the flow neither starts nor ends on 'robot' (from {flow.from_}, "
+                                               f"to {', '.join(flow.to)}): nothing to give each robot")
 
 
 def _check_faults(exp: Experiment, hosts: list[str], found: Collector) -> None:

@@ -111,6 +111,9 @@ class Flow:
     subscribers: int = key(Int(1, "subscribers on each receiving host (each its own node)", ge=1, le=64))
     replicas: int = key(Int(1, "independent publisher/subscriber pairs, each on its own topic "
                                "/flows/<name>_<k> (vertical scaling: N node pairs on the same hosts)", ge=1, le=256))
+    per_robot: bool = key(Bool(False, "one instance per robot host of the link (robot, robot2, ..., robotN: "
+                                      "link_params.robots): 'robot' in from/to becomes each robot in turn; "
+                                      "named <name>_<robot>, each on its own topic (horizontal scaling)"))
     topic: str | None = key(Str(None, "topic (default /flows/<name>)"))
     size_bytes: int = key(Int(1024, "generic, echo: serialized message size [bytes]", ge=64, le=100_000_000))
     period: float = key(Num(0.1, "seconds between messages", gt=0, le=3600))
@@ -130,9 +133,16 @@ class Flow:
                                              "/scan)"))
     datatype: str | None = key(Str(None, "topic: its message type, e.g. sensor_msgs/CompressedImage"))
 
-    def instances(self) -> list["Flow"]:
+    def instances(self, robots: list[str] | None = None) -> list["Flow"]:
         """The flows this entry starts: itself, or for ``replicas: N`` N copies named
-        ``<name>_1`` ... ``<name>_N``, each on its own topic."""
+        ``<name>_1`` ... ``<name>_N``, each on its own topic; with ``per_robot``, one per host
+        of ``robots`` (the link's robot hosts) named ``<name>_<robot>``."""
+        if self.per_robot and robots:
+            def on(host: str, robot: str) -> str:
+                return robot if host == "robot" else host
+            return [dataclasses.replace(self, name=f"{self.name}_{robot}", from_=on(self.from_, robot),
+                                        to=[on(h, robot) for h in self.to], per_robot=False,
+                                        topic=f"{self.topic}_{robot}" if self.topic else None) for robot in robots]
         if self.replicas == 1:
             return [self]
         return [dataclasses.replace(self, name=f"{self.name}_{k}", topic=f"{self.topic}_{k}" if self.topic else None,
@@ -198,5 +208,26 @@ class Experiment:
 
     @property
     def flow_instances(self) -> list[Flow]:
-        """Every flow a run starts (replicas expanded), in order."""
-        return [one for flow in self.flows for one in flow.instances()]
+        """Every flow a run starts (replicas and per-robot flows expanded), in order."""
+        robots = self.robot_hosts() if any(f.per_robot for f in self.flows) else None
+        return [one for flow in self.flows for one in flow.instances(robots)]
+
+    def robot_hosts(self) -> list[str]:
+        """The link's robot hosts: robot, robot2, ..., robotN (``link_params.robots``), or the
+        real machines named so."""
+        if self.machines:
+            from .machines import load_machines  # noqa: PLC0415
+            try:
+                return [h for h in load_machines(self.machines).hosts if h == "robot" or
+                        (h.startswith("robot") and h[5:].isdigit())]
+            except Exception:  # noqa: BLE001 - a hosts file from elsewhere: the robot alone
+                return ["robot"]
+        from .testbed.links import robot_names  # noqa: PLC0415
+        robots = self.link_params.get("robots")
+        if robots is None:
+            try:
+                from .testbed import load_profile  # noqa: PLC0415
+                robots = load_profile(self.link).get("robots", 1)
+            except Exception:  # noqa: BLE001 - a profile from elsewhere: one robot
+                robots = 1
+        return robot_names(int(robots))

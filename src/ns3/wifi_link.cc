@@ -13,6 +13,9 @@
 // 0 = unlimited) cuts the channel off beyond that distance, so with 3 nodes and
 // distance < range < 2*distance the two ends are hidden terminals that only hear the middle.
 // In ap mode the access point sits in the middle: the two stations at 0 and 2*distance.
+// `--layout star` (many robots): the last tap (the operator) — or in ap mode the access point
+// — at the origin and the other stations on a circle of radius --distance around it (up to
+// 17 taps), all in range of the hub.
 //
 // The simulator runs in real time (RealtimeSimulatorImpl, best effort, ChecksumEnabled).
 // A probe event every `--probe-ms` measures how late the simulator runs behind the wall
@@ -50,6 +53,7 @@
 #include "ns3/wifi-module.h"
 
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdarg>
 #include <cstdio>
@@ -555,6 +559,7 @@ main(int argc, char* argv[])
     std::string rate = "OfdmRate6Mbps";
     std::string statsPath;
     double distance = 10.0;
+    std::string layout = "line";
     double range = 0.0;
     double txPower = 16.0206;
     double statsInterval = 1.0;
@@ -598,6 +603,8 @@ main(int argc, char* argv[])
     cmd.AddValue("rate", "fixed data mode of --manager constant (e.g. OfdmRate6Mbps, "
                  "ErpOfdmRate54Mbps, HtMcs7)", rate);
     cmd.AddValue("distance", "metres between neighbouring nodes on the line", distance);
+    cmd.AddValue("layout", "line (nodes on a line) or star (around the last tap, or the access point)",
+                 layout);
     cmd.AddValue("range", "propagation cut-off in metres (0 = unlimited)", range);
     cmd.AddValue("tx-power", "transmit power, dBm", txPower);
     cmd.AddValue("rts-threshold", "RTS/CTS threshold in bytes (65535 = off)", rtsThreshold);
@@ -613,9 +620,16 @@ main(int argc, char* argv[])
 
     g_taps = Split(taps);
     std::vector<std::string> addrs = Split(ips);
-    if (g_taps.size() < 2 || g_taps.size() > 3 || addrs.size() != g_taps.size())
+    if (layout != "line" && layout != "star")
     {
-        std::fprintf(stderr, "netloop_wifi_link: need 2 or 3 --taps and as many --ips\n");
+        std::fprintf(stderr, "netloop_wifi_link: --layout %s: allowed line, star\n", layout.c_str());
+        return 2;
+    }
+    const bool star = layout == "star";
+    if (g_taps.size() < 2 || g_taps.size() > (star ? 17u : 3u) || addrs.size() != g_taps.size())
+    {
+        std::fprintf(stderr, "netloop_wifi_link: need 2 or 3 --taps (up to 17 with --layout star) and as "
+                     "many --ips\n");
         return 2;
     }
     if (distance <= 0 || range < 0 || statsInterval <= 0 || probeMs <= 0)
@@ -661,9 +675,10 @@ main(int argc, char* argv[])
         std::fprintf(stderr, "netloop_wifi_link: --background-pairs needs --mode adhoc\n");
         return 2;
     }
-    if (infrastructure && g_taps.size() != 2)
+    if (infrastructure && !star && g_taps.size() != 2)
     {
-        std::fprintf(stderr, "netloop_wifi_link: --mode ap takes exactly 2 --taps (the stations)\n");
+        std::fprintf(stderr, "netloop_wifi_link: --mode ap on a line takes exactly 2 --taps (the stations); "
+                     "more with --layout star\n");
         return 2;
     }
     if (!statsPath.empty())
@@ -762,13 +777,26 @@ main(int argc, char* argv[])
 
     MobilityHelper mobility;
     Ptr<ListPositionAllocator> positions = CreateObject<ListPositionAllocator>();
-    for (uint32_t i = 0; i < n; ++i) // ap mode: stations at 0 and 2 d, the AP at d
-    {
-        positions->Add(Vector(i * distance * (infrastructure ? 2 : 1), 0.0, 0.0));
+    if (star) // the hub (the access point, or the last tap: the operator) at the origin, the
+    {         // other stations evenly on a circle of radius `distance` around it
+        const uint32_t around = infrastructure ? n : n - 1;
+        for (uint32_t i = 0; i < around; ++i)
+        {
+            const double a = 2.0 * M_PI * i / around;
+            positions->Add(Vector(distance * std::cos(a), distance * std::sin(a), 0.0));
+        }
+        positions->Add(Vector(0.0, 0.0, 0.0)); // the operator (ad-hoc) or the access point
     }
-    if (infrastructure)
+    else
     {
-        positions->Add(Vector(distance, 0.0, 0.0));
+        for (uint32_t i = 0; i < n; ++i) // ap mode: stations at 0 and 2 d, the AP at d
+        {
+            positions->Add(Vector(i * distance * (infrastructure ? 2 : 1), 0.0, 0.0));
+        }
+        if (infrastructure)
+        {
+            positions->Add(Vector(distance, 0.0, 0.0));
+        }
     }
     mobility.SetPositionAllocator(positions);
     mobility.SetMobilityModel("ns3::ConstantPositionMobilityModel");

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .profiles import load_profile, profile_names
 from .testbed import Testbed
@@ -194,12 +195,57 @@ def up_down_times(profiles: list[str] | None = None, repeats: int = 3) -> dict:
     return out
 
 
+def stations_in_real_time(counts: tuple[int, ...] = (1, 2, 4, 8, 12, 16), profile: str = "wifi6",
+                          seconds: float = 5.0, interval: float = 0.02) -> dict:
+    """How many robot stations ns-3 keeps in real time on this machine: for each N, a
+    ``profile`` link with ``robots: N``, every robot echoing 64-byte UDP datagrams with the
+    operator every ``interval`` s at once (N x 50 Hz each way); per N the echoes received,
+    the median round trip, ns-3's CPU share and lag. ``largest_valid``: the largest N whose
+    lag stayed within the profile's bound."""
+    out: dict[str, Any] = {"profile": profile, "interval_s": interval, "seconds": seconds, "stations": {}}
+    count = int(seconds / interval)
+    for n in counts:
+        with Testbed(load_profile(profile, {"robots": n})) as tb:
+            time.sleep(1.0)  # past the lag warm-up
+            robots = [h for h in tb.hosts if h != "operator"]
+            echoes, ports = [], []
+            try:
+                for _ in robots:
+                    ports.append(_port())
+                    echoes.append(subprocess.Popen(_probe_cmd(tb, "operator", ["udp-echo", "--port", str(ports[-1]),
+                                                                               "--timeout", "60"]),
+                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env()))
+                time.sleep(0.5)
+                t0, c0 = time.time(), _cpu_seconds(tb._link.proc.pid)
+                pings = [subprocess.Popen(_probe_cmd(tb, robot, ["udp-ping", "--host", tb.address("operator"), "--port",
+                                                                str(port), "--count", str(count), "--interval",
+                                                                str(interval), "--size", "64", "--wait", "1.0"]),
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+                         for robot, port in zip(robots, ports)]
+                results = [_json_out(p.communicate(timeout=seconds + 60)[0], "udp-ping") for p in pings]
+                cpu = (_cpu_seconds(tb._link.proc.pid) - c0) / (time.time() - t0)
+            finally:
+                for e in echoes:
+                    e.kill()
+                    e.wait()
+            h = tb.health(since=t0)
+        received = sum(r["received"] for r in results)
+        out["stations"][str(n)] = {
+            "echoes_sent": count * n, "echoes_received": received,
+            "rtt_median_ms": _ms(statistics.median(r["rtt_median_ms"] for r in results if r["rtt_median_ms"])),
+            "ns3_cpu_fraction": round(cpu, 3), "max_lag_ms": h["max_lag_ms"], "late_fraction": h["late_fraction"],
+            "valid": h["valid"]}
+    valid = [int(n) for n, v in out["stations"].items() if v["valid"]]
+    out["largest_valid"] = max(valid) if valid else None
+    return out
+
+
 def run_all(repeats: int = 3) -> dict:
     """Everything above, for ``make bench`` (needs root; loopback-only without it)."""
     if os.geteuid() != 0:
         return {"skipped": "testbed benchmarks need root (network namespaces)"}
     res = {"up_down": up_down_times(repeats=repeats), "ns3_wifi6": ns3_saturation("wifi6"),
-           "lag_under_load": lag_under_load("wifi6"),
+           "lag_under_load": lag_under_load("wifi6"), "stations": stations_in_real_time(),
            "wifi": {name: wifi_figures(name) for name in WIFI_PROFILES}}
     for name in ("ethernet", "wifi6", "wifi6_2hop", "shaped"):
         with Testbed(load_profile(name)) as tb:

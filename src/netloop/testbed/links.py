@@ -23,6 +23,7 @@ appear in the root namespace), wait for its "ready" line and move each tap into 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
@@ -54,8 +55,24 @@ class LinkContext:
     die_with_parent: bool = True
 
 
+def robot_names(robots: int) -> list[str]:
+    """The robot hosts of a link with ``robots`` robots: robot, robot2, ..., robotN."""
+    return ["robot"] + [f"robot{k}" for k in range(2, robots + 1)]
+
+
+def _robot_number(host: str) -> int | None:
+    return int(host[5:]) if host.startswith("robot") and host[5:].isdigit() and int(host[5:]) >= 2 else None
+
+
 def host_address(host: str) -> str:
-    return SUBNET_PREFIX + str(HOST_OCTET[host])
+    """robot .1, operator .2, relay .3, robotK .(10 + K)."""
+    k = _robot_number(host)
+    return SUBNET_PREFIX + str(10 + k if k else HOST_OCTET[host])
+
+
+def tap_suffix(host: str) -> str:
+    k = _robot_number(host)
+    return f"r{k}" if k else TAP_SUFFIX[host]
 
 
 class Link:
@@ -131,15 +148,31 @@ class LoopbackLink(Link):
 
 
 class EthernetLink(Link):
-    """A veth pair, both ends shaped to ``rate_mbit`` by htb (default) or tbf."""
+    """A veth pair, both ends shaped to ``rate_mbit`` by htb (default) or tbf. With ``robots``
+    N > 1, a switch: the operator's net0 is a bridge, and each robot's net0 a veth whose peer
+    (``rK`` in the operator's namespace) is a port of it; every robot's net0 and the operator's
+    bridge are shaped (the operator's rate is shared by all it sends)."""
+
+    def __init__(self, profile: dict):
+        super().__init__(profile)
+        self.hosts = robot_names(profile.get("robots", 1)) + ["operator"]
 
     def up(self, ctx: LinkContext) -> None:
         self.ctx = ctx
         p = self.profile
-        r, o = ctx.netns["robot"], ctx.netns["operator"]
-        util.run(["ip", "link", "add", IFACE, "netns", r, "type", "veth",
-                  "peer", "name", IFACE, "netns", o])
-        for host in ("robot", "operator"):
+        o = ctx.netns["operator"]
+        if len(self.hosts) == 2:
+            util.run(["ip", "link", "add", IFACE, "netns", ctx.netns["robot"], "type", "veth",
+                      "peer", "name", IFACE, "netns", o])
+        else:
+            util.ip_batch([f"link add {IFACE} type bridge", f"link set dev {IFACE} mtu {p['mtu']}"], o)
+            for k, robot in enumerate(self.hosts[:-1], 1):
+                port = f"p{k}"
+                util.run(["ip", "link", "add", IFACE, "netns", ctx.netns[robot], "type", "veth",
+                          "peer", "name", port, "netns", o])
+                util.ip_batch([f"link set dev {port} mtu {p['mtu']}", f"link set dev {port} master {IFACE}",
+                               f"link set dev {port} up"], o)
+        for host in self.hosts:
             self.configure_host(host, IFACE, p["mtu"])
             self.shape(host)
 
@@ -226,7 +259,7 @@ class TapLink(Link):
     def up(self, ctx: LinkContext) -> None:
         self.ctx = ctx
         self.stopping, self.exit_code = False, None
-        self.taps = {h: f"nl{ctx.tb_id}{TAP_SUFFIX[h]}" for h in self.hosts}
+        self.taps = {h: f"nl{ctx.tb_id}{tap_suffix(h)}" for h in self.hosts}
         self.stats_path = ctx.work_dir / f"testbed_{self.what}_stats.jsonl"
         self.log_path = ctx.work_dir / f"testbed_{self.what}.log"
         if self.stats_path.exists():
@@ -345,7 +378,7 @@ class Ns3WifiLink(TapLink):
     def __init__(self, profile: dict):
         super().__init__(profile)
         self.hosts = (["robot", "relay", "operator"] if profile["hops"] == 2
-                      else ["robot", "operator"])
+                      else robot_names(profile["robots"]) + ["operator"])
 
     def prerequisites(self) -> None:
         super().prerequisites()
@@ -360,6 +393,7 @@ class Ns3WifiLink(TapLink):
         return cmd + [
             str(wifi_binary()),
             "--taps=" + ",".join(self.taps[h] for h in order),
+            f"--layout={'star' if p['robots'] > 1 else 'line'}",
             "--ips=" + ",".join(host_address(h) for h in order),
             "--netmask=255.255.255.0",
             f"--standard={NS3_STANDARDS[p['standard']]}", f"--mode={p['mode']}",
@@ -434,10 +468,19 @@ class Ns3WifiLink(TapLink):
                    "limit", str(sh["limit_packets"])]):
             util.run(["tc", "-n", ns] + c)
 
-    def positions(self) -> dict[str, float]:
+    def positions(self) -> dict[str, float | list[float]]:
         """Metres along the line: neighbours ``distance_m`` apart; in ap mode the access point
-        sits between robot and operator, ``distance_m`` from each."""
+        sits between robot and operator, ``distance_m`` from each. With several robots, [x, y]:
+        the hub (the operator, or the access point) at the origin and the other stations on
+        a circle of radius ``distance_m`` (as netloop_wifi_link --layout star places them)."""
         d = self.profile["distance_m"]
+        if self.profile["robots"] > 1:
+            ap = self.profile["mode"] == "ap"
+            around = self.hosts if ap else self.hosts[:-1]
+            out = {h: [round(d * math.cos(2 * math.pi * i / len(around)), 3),
+                       round(d * math.sin(2 * math.pi * i / len(around)), 3)] for i, h in enumerate(around)}
+            out["access_point" if ap else "operator"] = [0.0, 0.0]
+            return out
         if self.profile["mode"] == "ap":
             return {"robot": 0.0, "access_point": d, "operator": 2 * d}
         return {h: i * d for i, h in enumerate(self.hosts)}

@@ -62,6 +62,8 @@ SCHEMAS: dict[str, Map] = {
         "qdisc": Enum(["htb", "tbf"], default="htb", doc="rate-limiting qdisc on both veth ends"),
         "queue_packets": Int(default=1000, ge=1, le=100000, doc="queue limit of each end, packets"),
         "mtu": _MTU,
+        "robots": Int(default=1, ge=1, le=16, doc="robot hosts (robot, robot2, ..., robotN); with more than "
+                                                  "one, each robot's veth ends on a bridge, the operator's net0"),
     }),
 }
 
@@ -93,6 +95,9 @@ def _wifi_check(cfg: dict, key: str) -> None:
         raise ConfigError("qdisc_rate_fraction", "the air-time shaper is calibrated only for "
                           "standard 802.11a with rate_manager constant (its per-frame air time "
                           f"is known); set it to 0 for {cfg['standard']} / {cfg['rate_manager']}")
+    if cfg["robots"] > 1 and cfg["hops"] != 1:
+        raise ConfigError("robots", f"{cfg['robots']} robots share one channel around the operator (or the "
+                                    f"access point); that takes hops: 1, not {cfg['hops']}")
     if cfg["background_pairs"]:
         if cfg["mode"] != "adhoc":
             raise ConfigError("background_pairs", "background stations are ad-hoc stations; "
@@ -106,6 +111,10 @@ SCHEMAS["ns3_wifi"] = Map({
     **_COMMON,
     "hops": Int(default=1, ge=1, le=2,
                 doc="1: robot-operator; 2: robot-relay-operator chain, ends out of range"),
+    "robots": Int(default=1, ge=1, le=16,
+                  doc="robot stations (robot, robot2, ..., robotN) on one channel: with more than one, the "
+                      "operator (ap mode: the access point) in the middle and the robots on a circle of "
+                      "radius distance_m around it (hops 1)"),
     "standard": Enum(list(WIFI_RATES), default="802.11a",
                      doc="802.11a (5 GHz OFDM), 802.11g (2.4 GHz ERP-OFDM), 802.11n (2.4 GHz HT, "
                          "20 MHz, one stream)", what="Wi-Fi standard"),

@@ -1,0 +1,92 @@
+"""Many robots on one channel (link profiles' ``robots: N``; flows' ``per_robot``): the
+hosts and their addresses, ns-3 with N robot stations around the operator, the Ethernet
+switch, and a campaign in which every robot streams to the operator at once."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from campaign_helpers import campaign_runs
+
+from netloop.analysis.report import analyse_run, write_report
+from netloop.experiment import validate_experiment
+from netloop.rundir import read_metadata
+from netloop.schema import ConfigError
+from netloop.testbed import Testbed, load_profile
+from netloop.testbed import bench
+from netloop.testbed.links import host_address
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the testbed creates network namespaces")
+
+LASER = {"name": "laser", "kind": "generic", "from": "robot", "to": "operator", "size_bytes": 1000,
+         "period": 0.05, "count": 60, "per_robot": True}
+
+
+def test_robot_hosts_are_named_and_addressed_in_order():
+    tb = Testbed(load_profile("wifi6", {"robots": 4}))          # creates nothing
+    assert tb.hosts == ["robot", "robot2", "robot3", "robot4", "operator"]
+    assert [host_address(h) for h in tb.hosts] == ["10.77.0.1", "10.77.0.12", "10.77.0.13", "10.77.0.14",
+                                                   "10.77.0.2"]
+    assert Testbed(load_profile("ethernet", {"robots": 3})).hosts == ["robot", "robot2", "robot3", "operator"]
+    assert Testbed(load_profile("wifi6")).hosts == ["robot", "operator"]
+
+
+@pytest.mark.parametrize("link, params, key, words", [
+    ("wifi6", {"robots": 17}, "robots", "<= 16"),
+    ("wifi6_2hop", {"robots": 3}, "robots", "hops: 1"),
+    ("ethernet", {"robots": 0}, "robots", ">= 1"),
+])
+def test_impossible_robot_counts_are_refused(link, params, key, words):
+    with pytest.raises(ConfigError) as err:
+        load_profile(link, params)
+    assert err.value.key == key and words in str(err.value), str(err.value)
+
+
+def test_a_per_robot_flow_is_one_flow_per_robot():
+    exp = validate_experiment({"link": "wifi6", "link_params": {"robots": 3}, "loop": {"type": "none"},
+                               "flows": [LASER]}, name="x")
+    assert [(f.name, f.from_, f.to) for f in exp.flow_instances] == [
+        ("laser_robot", "robot", ["operator"]), ("laser_robot2", "robot2", ["operator"]),
+        ("laser_robot3", "robot3", ["operator"])]
+    with pytest.raises(ConfigError) as err:
+        validate_experiment({"link": "wifi6", "loop": {"type": "none"}, "flows": [dict(LASER, replicas=2)]}, name="x")
+    assert err.value.key == "flows[0].per_robot" and "not both" in str(err.value)
+    with pytest.raises(ConfigError) as err:   # robot3 does not exist with two robots
+        validate_experiment({"link": "wifi6", "link_params": {"robots": 2}, "loop": {"type": "none"},
+                             "flows": [dict(LASER, per_robot=False, **{"from": "robot3"})]}, name="x")
+    assert "robot3" in str(err.value)
+
+
+@needs_root
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("profile", ["wifi6", "ethernet"])
+def test_every_robot_reaches_the_operator_and_each_other(tmp_path, profile):
+    with Testbed(load_profile(profile, {"robots": 3}), log_dir=tmp_path) as tb:
+        for robot in ("robot", "robot2", "robot3"):
+            r = bench.rtt(tb, src=robot, dst="operator", count=10, interval=0.02)
+            assert r["received"] == 10, (robot, r)
+        assert bench.rtt(tb, src="robot2", dst="robot3", count=10, interval=0.02)["received"] == 10
+        meta = tb.metadata()
+        if profile == "wifi6":   # ns-3: the operator in the middle, the robots on a circle around it
+            pos = meta["link"]["positions_m"]
+            assert pos["operator"] == [0.0, 0.0] and pos["robot"] == [10.0, 0.0]
+            assert all(abs(x * x + y * y - 100.0) < 1e-2 for h, (x, y) in pos.items() if h != "operator")
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_three_robots_stream_to_the_operator_on_one_wifi_channel(tmp_path):
+    doc = {"name": "robots", "link": "wifi6", "link_params": {"robots": 3}, "transport": "udp",
+           "loop": {"type": "none"}, "flows": [LASER]}
+    runs = campaign_runs(tmp_path, doc, "robots")
+    run_dir = runs["udp-r0"]
+    meta = read_metadata(run_dir)
+    assert meta["status"] in ("complete", "invalid"), meta.get("error")
+    assert set(meta["link"]["hosts"]) == {"robot", "robot2", "robot3", "operator"}
+    flows = analyse_run(run_dir).flows
+    assert [f.flow for f in flows] == ["laser_robot", "laser_robot2", "laser_robot3"]
+    assert [f.entry for f in flows] == ["laser"] * 3 and [f.replicas for f in flows] == [3] * 3
+    for f in flows:
+        assert f.ok and f.sent == 60 and f.MDR > 0.9, (f.flow, f.MDR)
+    text = write_report(run_dir.parent.parent).with_suffix(".md").read_text()
+    assert "laser_robot2" in text or "laser" in text
