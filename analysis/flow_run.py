@@ -48,6 +48,7 @@ class RecordedFlow:
     entry: str
     replica: int | None = None
     replicas: int = 1
+    per_robot: bool = False       # the replicas are the entry on each robot (per_robot)
 
 
 def recorded_flows(meta: dict[str, Any]) -> tuple[list[RecordedFlow], list[str]]:
@@ -64,7 +65,7 @@ def recorded_flows(meta: dict[str, Any]) -> tuple[list[RecordedFlow], list[str]]
     out = []
     for entry in spec.experiment.flows:
         instances = entry.instances(robots)
-        out += [RecordedFlow(one, entry.name, k if len(instances) > 1 else None, len(instances))
+        out += [RecordedFlow(one, entry.name, k if len(instances) > 1 else None, len(instances), entry.per_robot)
                 for k, one in enumerate(instances, 1)]
     return out, []
 
@@ -122,7 +123,7 @@ def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscri
     ``host``: the flow's first destination when not given)."""
     flow = recorded.flow
     out = FlowResult(flow=flow.name, kind=flow.kind, entry=recorded.entry, replica=recorded.replica,
-                     replicas=recorded.replicas,
+                     replicas=recorded.replicas, per_robot=recorded.per_robot,
                      size_bytes=flow.size_bytes if flow.kind in SIZED_KINDS else None, period_s=flow.period, subscriber=subscriber,
                      measures="round trip" if flow.kind == "echo" else "one-way")
     run = RunDir(run_dir)

@@ -124,10 +124,11 @@ def heading(entry: str, samples: list[FlowSample]) -> str:
         parts.append(("periods " + ", ".join(f"{1e3 * p:g}" for p in periods) + " ms (swept)") if len(periods) > 1
                      else f"every {1e3 * periods[0]:g} ms")
     counts = _values(samples, "replicas")
+    what = "robots" if any(s.result.per_robot for s in samples) else "replicas"
     if len(counts) > 1:
-        parts.append(", ".join(str(n) for n in counts) + " replicas (swept)")
+        parts.append(", ".join(str(n) for n in counts) + f" {what} (swept)")
     elif counts and counts[0] > 1:
-        parts.append(f"{counts[0]} replicas")
+        parts.append(f"{counts[0]} {what}")
     if first.measures == "round trip":
         parts.append("round trip through an echoer")
     return f"Flow `{entry}` ({', '.join(parts)})"
@@ -160,6 +161,9 @@ def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbi
             out.append(section.p("No complete run of this flow could be analysed (see Problems)."))
             continue
         section.table(header, rows)
+        if any(s.result.per_robot for s in samples):
+            section.p("Each robot (medians over the repetitions): is one robot worse off than the others?")
+            section.table(*per_robot_rows(samples, rank, transport_order))
         word = _delay_word(measures)
         what = "round-trip time" if measures == "round trip" else "one-way delay"
         for kind, series, label in (("delay", "delays_ms", f"{what} {word} [ms]"),
@@ -179,6 +183,28 @@ def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbi
                 section.fig(*figure)
         out.append(section)
     return out
+
+
+def per_robot_rows(samples: list[FlowSample], rank: list[str],
+                   transport_order: list[str] | None) -> tuple[list[str], list[list]]:
+    """The table of a per_robot flow entry: one row per setting, transport and robot."""
+    groups: dict[tuple[str, str, str], list[FlowSample]] = {}
+    for s in samples:
+        groups.setdefault((s.setting, s.run.transport, s.result.flow), []).append(s)
+    order = transport_order or []
+
+    def key(k):
+        setting, transport, flow = k
+        robot = flow.rsplit("_", 1)[-1]
+        number = int(robot[5:]) if robot[5:].isdigit() else 1
+        return (rank.index(setting) if setting in rank else len(rank),
+                order.index(transport) if transport in order else len(order), transport, number)
+    rows = [[setting, transport, flow.rsplit("_", 1)[-1], len(group),
+             median_of(g.result.delay["p50_ms"] for g in group if g.result.delay),
+             median_of(g.result.delay["p95_ms"] for g in group if g.result.delay),
+             median_of(100 * g.result.MDR for g in group if g.result.MDR is not None)]
+            for (setting, transport, flow), group in sorted(groups.items(), key=lambda kv: key(kv[0]))]
+    return ["setting", "transport", "robot", "runs", "p50 D [ms]", "p95 D [ms]", "MDR [%]"], rows
 
 
 def swept_axis(samples: list[FlowSample]) -> str | None:
@@ -265,7 +291,8 @@ def scaling_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
             per_pair = 8 * size[0] / _values(samples, "period_s")[0] / 1e6
             theory = ("link saturated: N × size × rate = capacity", capacity_mbit / per_pair)
     xlabel = {"size_bytes": "message size [bytes]", "period_s": "rate [Hz]",
-              "replicas": "node pairs N (replicas)"}[axis]
+              "replicas": "robots N, each sending" if any(s.result.per_robot for s in samples)
+              else "node pairs N (replicas)"}[axis]
     path = fig_dir / f"flow_{entry}_scaling.png"
     knees = {transport: explodes_at(points) for transport, points in curves.items()}
     plots.scaling_curves(curves, path, xlabel=xlabel, ylabel=f"{word} [ms]",

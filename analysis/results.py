@@ -123,6 +123,7 @@ class FlowResult(Result):
     entry: str = ""                                 # the experiment's flow entry (flow without replicas)
     replica: int | None = optional()                # k of replica <entry>_<k>, None without replicas
     replicas: int = 1                               # how many replicas of the entry the run had
+    per_robot: bool = False                         # the replicas are one per robot (per_robot: true)
     size_bytes: int | None = optional()             # bytes per message as configured (flows.message_bytes)
     period_s: float | None = optional()             # the configured period
     subscriber: str | None = optional()            # "#k on <host>" when the flow has several

@@ -89,4 +89,5 @@ def test_three_robots_stream_to_the_operator_on_one_wifi_channel(tmp_path):
     for f in flows:
         assert f.ok and f.sent == 60 and f.MDR > 0.9, (f.flow, f.MDR)
     text = write_report(run_dir.parent.parent).with_suffix(".md").read_text()
-    assert "laser_robot2" in text or "laser" in text
+    assert "## Flow `laser` (generic, 1000 bytes per message, every 50 ms, 3 robots)" in text, text[:2000]
+    assert "Each robot" in text and "| udp | robot3 | 1 |" in text
