@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from netloop import paths
+from netloop.experiment import link_capacity_mbit
 from netloop.testbed import Testbed, load_profile
 
 SSHD = "/usr/sbin/sshd"
@@ -93,7 +94,8 @@ class SshLab:
                        "ssh": {"user": "root", "key": str(self.key), "known_hosts": str(self.known_hosts),
                                **(ssh or {})},
                        "run_root": str(self.tmp / "robot_runs"), **(robot or {})}
-        doc = {"description": f"test lab over {self.testbed.name}", **top,
+        doc = {"description": f"test lab over {self.testbed.name}",
+               "link_mbit": link_capacity_mbit(self.testbed.profile), **top,
                "hosts": {"robot": robot_entry,
                          "operator": {"address": self.testbed.address("operator"), "local": True}}}
         path = self.tmp / f"{name}.yaml"

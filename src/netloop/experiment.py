@@ -391,11 +391,20 @@ def link_capacity_mbit(profile: dict) -> float | None:
 
 
 def experiment_warnings(exp: Experiment) -> list[str]:
-    """Things worth saying before a run that are not errors: flows the link cannot carry."""
-    capacity = link_capacity_mbit(load_profile(exp.link, exp.link_params))
-    if capacity is None:
-        return []
+    """Things worth saying before a run that are not errors: flows the link cannot carry; on
+    real machines without a known rate, a priority relay that cannot pace."""
     out = []
+    if exp.machines:
+        capacity = load_machines(exp.machines).link_mbit
+        if capacity is None and "priority" in exp.transport and \
+                not (exp.transport_options.get("priority") or {}).get("rate_mbit"):
+            out.append(f"transport priority on real machines without link_mbit (hosts file {exp.machines}) or "
+                       f"transport_options.priority.rate_mbit: its relays cannot pace, so a large message "
+                       f"queues in the kernel ahead of the small ones it should overtake")
+    else:
+        capacity = link_capacity_mbit(load_profile(exp.link, exp.link_params))
+    if capacity is None:
+        return out
     for i, flow in enumerate(exp.flows):
         load = link_bits_per_second(flow) * flow.replicas / 1e6
         if load > capacity:

@@ -101,6 +101,10 @@ class Machines:
     clock_max_uncertainty: float = key(Num(0.1, "one-way delays whose clock uncertainty is above this fraction of "
                                                 "the delay are flagged in the report (use the round trip)",
                                            gt=0, le=10))
+    link_mbit: float | None = key(Num(None, "the network's usable rate [Mbit/s] (measure it, e.g. with iperf3): "
+                                            "the priority relay paces its sends at a fraction of it, and flows "
+                                            "offering more are warned about; none: unknown (priority unpaced)",
+                                      gt=0))
     revision_mismatch: str = key(Enum(["warn", "refuse"], "warn", "a machine whose checkout is at another git "
                                                                  "revision than this one: warn, or refuse to run"))
 

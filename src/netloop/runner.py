@@ -223,7 +223,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
                 {h: testbed.address(h) for h in testbed.hosts}, topics=crossing_topics(exp),
                 masters={h: m.uri for h, m in masters.items()}, start=hosts.start,
                 options=exp.transport_options.get(transport.name, {}),
-                link_mbit=None if exp.machines else link_capacity_mbit(link)))
+                link_mbit=testbed.machines.link_mbit if exp.machines else link_capacity_mbit(link)))
             stack.callback(transport.stop)
             meta.update(transport=transport.metadata())  # what actually ran (implementation, stats files)
 
