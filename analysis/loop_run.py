@@ -145,6 +145,8 @@ def analyse_loop_run(run: LoopRun) -> LoopRunResult:
     out.actuation = direction_stats(u_tx, u_arrived, run.meta, (controller_host, plant_host))  # u
     out.rtt = metrics.delay_stats(rtt[rtt >= 0])
     out.stale_actuations = len(u_stale)
+    t0 = y_tx.stamp_ns[0] / 1e9
+    out.outage_windows_s = [[round(s - t0, 3), round(e - t0, 3)] for s, e in outages.windows(run.meta)]
     out.sampling = metrics.period_stats(y_tx.stamp_ns / 1e9)
     out.negotiated_transport = run.meta.get("negotiated_transport", {})
     out.delta_IAE = tracking["IAE"] - base_tracking["IAE"]

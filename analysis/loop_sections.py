@@ -117,7 +117,9 @@ def step_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Se
         plots.step_overlay(runs, fig, title="RLC loop step response" + where)
         if study.swept:
             section.h(3, setting)
-        section.fig(fig, f"y(t) of every run over the local baseline (grey){where}; lower panel: y − baseline [mV].")
+        section.fig(fig, f"y(t) of every run over the local baseline (grey){where}; lower panel: y − baseline [mV]"
+                         + ("; shaded: link outages (of the first run; the plant holds its last u)"
+                            if runs[0].outage_windows_s else "") + ".")
         b = runs[0]
         section.p(f"Local baseline (python-control, ZOH at T = {b.period_s * 1e3:.0f} ms, zero delay): "
                   f"overshoot {fmt(b.baseline_step['Overshoot'], 2)} %, settling time "

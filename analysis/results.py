@@ -106,6 +106,7 @@ class LoopRunResult(Result):
     actuation: DirectionStats | None = optional()       # u: controller → plant
     rtt: dict[str, float] | None = optional()           # sample → arrival of its u at the plant
     stale_actuations: int | None = optional()
+    outage_windows_s: list[list[float]] = field(default_factory=list)  # link outages, s after the first sample
     sampling: dict[str, float] | None = optional()
     negotiated_transport: dict[str, str] | None = optional()
     delta_IAE: float | None = optional()

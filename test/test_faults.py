@@ -43,7 +43,7 @@ def test_bad_faults_are_refused_naming_the_key(faults, link, key, words):
 
 def test_the_shipped_outage_experiment_validates_and_its_outages_fit():
     exp = load_experiment(paths.EXPERIMENTS / "pound_outage.yaml")
-    assert [w for f in exp.faults for w in f.windows()] == [(3.0, 5.0), (8.0, 10.0)]
+    assert [w for f in exp.faults for w in f.windows()] == [(1.1, 3.1), (6.0, 8.0)]
 
 
 def _qdisc(tb: Testbed, host: str) -> str:
