@@ -327,7 +327,11 @@ class RealHosts:
                 self._ssh(host, f"mkdir -p {shlex.quote(self.remote_run_dir(host))}/records "
                                 f"{shlex.quote(self.remote_run_dir(host))}/logs/ros")
         self._is_up = True
-        self.measure_clocks("before")
+        try:
+            self.measure_clocks("before")
+        except BaseException:
+            self.down()   # what up() made on the machines is removed; __exit__ will not run
+            raise
         return self
 
     def down(self) -> None:
