@@ -187,8 +187,10 @@ def test_an_experiment_through_ssh_gives_what_it_gives_through_namespaces(tmp_pa
             continue    # the emulator lagged in one of them: its timing is not comparable
         a, b = ssh_run.loop, ns_run.loop
         assert a.ok and b.ok and a.sensor.MDR == b.sensor.MDR == 1.0
-        # the same loop: the step response within noise of each other
-        assert abs(a.step["Overshoot"] - b.step["Overshoot"]) < 3.0, (a.step, b.step)
+        # the same loop: the step response within noise of each other (on wifi6 the overshoot of
+        # one path alone spread 37.2-41.1 % over 3 repetitions with a 64 KB image)
+        noise_pp = 3.0 if profile == "ethernet" else 6.0
+        assert abs(a.step["Overshoot"] - b.step["Overshoot"]) < noise_pp, (a.step, b.step)
         assert abs(a.rtt["p50_ms"] - b.rtt["p50_ms"]) < max(1.0, 0.5 * b.rtt["p50_ms"]), (a.rtt, b.rtt)
         assert a.sensor.clock_uncertainty_ms is not None and b.sensor.clock_uncertainty_ms is None
         (fa,), (fb,) = ssh_run.flows, ns_run.flows
