@@ -88,14 +88,10 @@ def analyse_flow_receivers(run_dir: Path, flow: Flow | RecordedFlow) -> list[Flo
             for k, (_node, host, record) in enumerate(receivers, 1)]
 
 
-def _on_one_clock(run: RunDir, out: FlowResult, from_host: str, to_host: str, sent_s: np.ndarray,
+def _on_one_clock(meta: dict[str, Any], out: FlowResult, from_host: str, to_host: str, sent_s: np.ndarray,
                   delays: np.ndarray) -> np.ndarray:
     """The delays corrected for the machines' clock offsets (real machines; unchanged on the
     testbed's one clock), their uncertainty in ``out``."""
-    try:
-        meta = run.read_metadata()
-    except ValueError:
-        return delays
     correction = clocks.correct(meta, from_host, to_host, sent_s, delays)
     if correction is None:
         return delays
@@ -103,13 +99,9 @@ def _on_one_clock(run: RunDir, out: FlowResult, from_host: str, to_host: str, se
     return correction.delays
 
 
-def _outages(run: RunDir, out: FlowResult, sent: dict, keys: set, arrivals_s: np.ndarray) -> None:
+def _outages(meta: dict[str, Any], out: FlowResult, sent: dict, keys: set, arrivals_s: np.ndarray) -> None:
     """What each outage of the run did to this receiver's messages (analysis.outages);
     ``sent``: key -> send time [ns] of every message sent, ``keys``: those received."""
-    try:
-        meta = run.read_metadata()
-    except ValueError:
-        return
     if not outages.windows(meta):
         return
     order = list(sent)
@@ -142,11 +134,15 @@ def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscri
         sent = dict(zip(tx.seq.tolist(), tx.stamp_ns.tolist()))
         keys = rx.seq.tolist()
     delays = np.array([(r - sent[k]) / 1e9 for k, r in zip(keys, rx.recv_ns.tolist()) if k in sent])
+    try:   # the clocks and the outages of the run
+        meta = run.read_metadata()
+    except ValueError:
+        meta = {}
     if flow.kind != "echo":   # an echo's round trip is read on one clock
-        delays = _on_one_clock(run, out, flow.from_, host or flow.to[0],
+        delays = _on_one_clock(meta, out, flow.from_, host or flow.to[0],
                                np.array([sent[k] / 1e9 for k in keys if k in sent]), delays)
     received = len(set(keys) & set(sent))
-    _outages(run, out, sent, set(keys), rx.recv_ns / 1e9)
+    _outages(meta, out, sent, set(keys), rx.recv_ns / 1e9)
     arrivals = np.sort(rx.recv_ns / 1e9)
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else math.nan
     bw = (rx.bytes.sum() * 8 / 1e6) / (span + flow.period) if len(arrivals) > 1 and flow.period else math.nan
