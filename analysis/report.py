@@ -227,12 +227,19 @@ def cpu_section(runs: list[RunAnalysis]) -> Section | None:
                          [f"{h} [% of a core]" for h in hosts], rows, digits=1)
 
 
-def _streams(a: RunAnalysis):
-    """(name, outage entries) of every stream of a run that an outage touched."""
+def _loop_directions(a: RunAnalysis):
+    """(name, DirectionStats) of the loop's two directions, for a run whose loop was analysed."""
     if a.loop is not None and a.loop.ok:
         for name, d in (("y (plant → controller)", a.loop.sensor), ("u (controller → plant)", a.loop.actuation)):
-            if d is not None and d.outages:
-                yield name, d.outages
+            if d is not None:
+                yield name, d
+
+
+def _streams(a: RunAnalysis):
+    """(name, outage entries) of every stream of a run that an outage touched."""
+    for name, d in _loop_directions(a):
+        if d.outages:
+            yield name, d.outages
     for f in a.flows:
         if f.ok and f.outages:
             yield f"flow {f.label}", f.outages
@@ -317,12 +324,11 @@ def machines_section(runs: list[RunAnalysis]) -> Section | None:
 
 def _one_way_delays(a: RunAnalysis):
     """(name, (median ms, ± ms), fallback) of every clock-corrected one-way delay of a run."""
-    if a.loop is not None and a.loop.ok:
+    for name, d in _loop_directions(a):
         rtt = (a.loop.rtt or {}).get("p50_ms")
         fallback = f"RTT / 2 = {rtt / 2:.3g} ms" if rtt is not None and math.isfinite(rtt) else "the RTT"
-        for name, d in (("y (plant → controller)", a.loop.sensor), ("u (controller → plant)", a.loop.actuation)):
-            if d is not None and d.clock_uncertainty_ms is not None and d.delay:
-                yield name, (d.delay["p50_ms"], d.clock_uncertainty_ms), fallback
+        if d.clock_uncertainty_ms is not None and d.delay:
+            yield name, (d.delay["p50_ms"], d.clock_uncertainty_ms), fallback
     for f in a.flows:
         if f.ok and f.clock_uncertainty_ms is not None and f.delay:
             yield f"flow {f.label}", (f.delay["p50_ms"], f.clock_uncertainty_ms), "an echo flow's round trip"
