@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..testbed.links import robot_number
 from . import degradation, plots
 from .rendering import Section
 from .results import FlowResult, RunAnalysis
@@ -195,10 +196,9 @@ def per_robot_rows(samples: list[FlowSample], rank: list[str],
 
     def key(k):
         setting, transport, flow = k
-        robot = flow.rsplit("_", 1)[-1]
-        number = int(robot[5:]) if robot[5:].isdigit() else 1
         return (rank.index(setting) if setting in rank else len(rank),
-                order.index(transport) if transport in order else len(order), transport, number)
+                order.index(transport) if transport in order else len(order), transport,
+                robot_number(flow.rsplit("_", 1)[-1]) or 1)
     rows = [[setting, transport, flow.rsplit("_", 1)[-1], len(group),
              median_of(g.result.delay["p50_ms"] for g in group if g.result.delay),
              median_of(g.result.delay["p95_ms"] for g in group if g.result.delay),

@@ -215,14 +215,13 @@ class Experiment:
     def robot_hosts(self) -> list[str]:
         """The link's robot hosts: robot, robot2, ..., robotN (``link_params.robots``), or the
         real machines named so."""
+        from .testbed.links import robot_names, robot_number  # noqa: PLC0415
         if self.machines:
             from .machines import load_machines  # noqa: PLC0415
             try:
-                return [h for h in load_machines(self.machines).hosts if h == "robot" or
-                        (h.startswith("robot") and h[5:].isdigit())]
+                return [h for h in load_machines(self.machines).hosts if robot_number(h)]
             except Exception:  # noqa: BLE001 - a hosts file from elsewhere: the robot alone
                 return ["robot"]
-        from .testbed.links import robot_names  # noqa: PLC0415
         robots = self.link_params.get("robots")
         if robots is None:
             try:

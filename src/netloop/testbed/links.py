@@ -60,19 +60,23 @@ def robot_names(robots: int) -> list[str]:
     return ["robot"] + [f"robot{k}" for k in range(2, robots + 1)]
 
 
-def _robot_number(host: str) -> int | None:
-    return int(host[5:]) if host.startswith("robot") and host[5:].isdigit() and int(host[5:]) >= 2 else None
+def robot_number(host: str) -> int | None:
+    """1 for ``robot``, K for ``robotK`` (K >= 2, as :func:`robot_names` names them), else None."""
+    if host == "robot":
+        return 1
+    k = host[5:]
+    return int(k) if host.startswith("robot") and k.isdigit() and int(k) >= 2 else None
 
 
 def host_address(host: str) -> str:
     """robot .1, operator .2, relay .3, robotK .(10 + K)."""
-    k = _robot_number(host)
-    return SUBNET_PREFIX + str(10 + k if k else HOST_OCTET[host])
+    k = robot_number(host)
+    return SUBNET_PREFIX + str(10 + k if k and k > 1 else HOST_OCTET[host])
 
 
 def tap_suffix(host: str) -> str:
-    k = _robot_number(host)
-    return f"r{k}" if k else TAP_SUFFIX[host]
+    k = robot_number(host)
+    return f"r{k}" if k and k > 1 else TAP_SUFFIX[host]
 
 
 class Link:
