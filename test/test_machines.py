@@ -6,6 +6,7 @@ The lab tests need root (namespaces, sshd); the hosts-file and clock tests do no
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -149,8 +150,28 @@ def _run(lab: SshLab, exp: Path, out: Path, *args: str, timeout: float = 400) ->
     return campaign
 
 
-def _left_on(lab: SshLab, host: str) -> list[str]:
-    return lab.processes_in(host)
+@contextlib.contextmanager
+def _long_run_through_ssh(tmp_path: Path):
+    """(lab, netloop run process) of a 30 s RLC run with its plant on the robot, reached over
+    SSH; the process is killed should the test leave it running."""
+    doc = dict(RLC_AND_FLOW, transport="tcp_nodelay", loop=dict(RLC_AND_FLOW["loop"], samples=1500))  # 30 s
+    exp = _write(tmp_path, doc)
+    with SshLab("ethernet", tmp_path / "lab") as lab:
+        proc = lab.popen_netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines",
+                                 str(lab.hosts_file()))
+        try:
+            yield lab, proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def _the_run(tmp_path: Path) -> tuple[Path, Path, dict]:
+    """(campaign, run directory, metadata) of the one run of a campaign under tmp_path/out."""
+    (campaign,) = list((tmp_path / "out").iterdir())
+    run_dir = campaign / "runs" / "tcp_nodelay-r0"
+    return campaign, run_dir, json.loads((run_dir / "metadata.json").read_text())
 
 
 @needs_root
@@ -163,7 +184,7 @@ def test_an_experiment_through_ssh_gives_what_it_gives_through_namespaces(tmp_pa
     with SshLab(profile, tmp_path / "lab") as lab:
         hosts = lab.hosts_file()
         ssh_campaign = _run(lab, exp, tmp_path / "ssh", "--machines", str(hosts))
-        assert _left_on(lab, "robot") == [] and _left_on(lab, "operator") == []
+        assert lab.processes_in("robot") == [] and lab.processes_in("operator") == []
         assert not any((tmp_path / "lab" / "robot_runs").iterdir())   # fetched, then removed there
     ns = subprocess.run([str(paths.REPO / "bin" / "netloop"), "run", str(exp), "--results", str(tmp_path / "ns")],
                         capture_output=True, text=True, timeout=400)
@@ -254,7 +275,7 @@ def test_bad_machines_are_refused_before_anything_starts_one_line_each(tmp_path)
         assert "no netloop checkout at /nonexistent/netloop" in problems["relay"]
         assert "unreachable over SSH" in problems["robot2"]
         assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("metadata.json"))
-        assert _left_on(lab, "robot") == [] and _left_on(lab, "relay") == []
+        assert lab.processes_in("robot") == [] and lab.processes_in("relay") == []
 
 
 def _tree_at_another_revision(tmp: Path) -> Path:
@@ -301,39 +322,28 @@ def _ancestor_sshd_session(pid: int) -> int:
 @needs_root
 @pytest.mark.timeout(300)
 def test_a_lost_ssh_connection_stops_the_node_fails_the_run_and_keeps_its_records(tmp_path):
-    doc = dict(RLC_AND_FLOW, transport="tcp_nodelay", loop=dict(RLC_AND_FLOW["loop"], samples=1500))  # 30 s
-    exp = _write(tmp_path, doc)
-    with SshLab("ethernet", tmp_path / "lab") as lab:
-        hosts = lab.hosts_file()
-        proc = lab.popen_netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(hosts))
-        try:
-            plant = None
-            deadline = time.monotonic() + 60
-            while plant is None and time.monotonic() < deadline:
-                for pid in lab.pids_in("robot"):
-                    try:
-                        if Path(f"/proc/{pid}/comm").read_text().strip() == "rlc_plant":
-                            plant = pid
-                    except OSError:
-                        pass
-                time.sleep(0.2)
-            assert plant is not None, "the plant never started on the robot"
-            time.sleep(3.0)                                   # some samples recorded
-            os.kill(_ancestor_sshd_session(plant), signal.SIGKILL)   # the connection is gone
-            out, _ = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        assert proc.returncode == 0, out                      # the campaign went on and wrote its report
-        for _ in range(50):                                   # the robot stops the plant within its grace
-            if not _left_on(lab, "robot"):
+    with _long_run_through_ssh(tmp_path) as (lab, proc):
+        plant = None
+        deadline = time.monotonic() + 60
+        while plant is None and time.monotonic() < deadline:
+            for pid in lab.pids_in("robot"):
+                try:
+                    if Path(f"/proc/{pid}/comm").read_text().strip() == "rlc_plant":
+                        plant = pid
+                except OSError:
+                    pass
+            time.sleep(0.2)
+        assert plant is not None, "the plant never started on the robot"
+        time.sleep(3.0)                                   # some samples recorded
+        os.kill(_ancestor_sshd_session(plant), signal.SIGKILL)   # the connection is gone
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, out                  # the campaign went on and wrote its report
+        for _ in range(50):                               # the robot stops the plant within its grace
+            if not lab.processes_in("robot"):
                 break
             time.sleep(0.1)
-        assert _left_on(lab, "robot") == [] and _left_on(lab, "operator") == []
-    (campaign,) = list((tmp_path / "out").iterdir())
-    run_dir = campaign / "runs" / "tcp_nodelay-r0"
-    meta = json.loads((run_dir / "metadata.json").read_text())
+        assert lab.processes_in("robot") == [] and lab.processes_in("operator") == []
+    campaign, run_dir, meta = _the_run(tmp_path)
     assert meta["status"] == "failed" and "SSH connection was lost" in meta["error"], meta.get("error")
     assert meta["link"]["records_home"]["robot"]["fetched"]
     plant_rows = read_events(run_dir / "records" / "plant.csv")
@@ -377,7 +387,7 @@ def test_the_real_car_teleop_runs_through_ssh(tmp_path):
     with SshLab("ethernet", tmp_path / "lab") as lab:
         hosts = lab.hosts_file()
         campaign = _run(lab, exp, tmp_path / "out", "--machines", str(hosts))
-        assert _left_on(lab, "robot") == []
+        assert lab.processes_in("robot") == []
     run_dir = campaign / "runs" / "tcp_nodelay-r0"
     meta = json.loads((run_dir / "metadata.json").read_text())
     assert meta["status"] == "complete", meta.get("error")
@@ -412,26 +422,15 @@ def test_the_cars_odometry_stamps_move_onto_the_trials_clock():
 @needs_root
 @pytest.mark.timeout(300)
 def test_sigterm_to_netloop_stops_the_remote_nodes_and_brings_the_records_home(tmp_path):
-    doc = dict(RLC_AND_FLOW, transport="tcp_nodelay", loop=dict(RLC_AND_FLOW["loop"], samples=1500))  # 30 s
-    exp = _write(tmp_path, doc)
-    with SshLab("ethernet", tmp_path / "lab") as lab:
-        hosts = lab.hosts_file()
-        proc = lab.popen_netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(hosts))
-        try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not list((tmp_path / "out").rglob("plant.log")):
-                time.sleep(0.2)
-            time.sleep(5.0)                                   # the loop running for a while
-            proc.send_signal(signal.SIGTERM)
-            out, _ = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    with _long_run_through_ssh(tmp_path) as (lab, proc):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list((tmp_path / "out").rglob("plant.log")):
+            time.sleep(0.2)
+        time.sleep(5.0)                                   # the loop running for a while
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 130 and "interrupted (SIGTERM)" in out, out
-        assert _left_on(lab, "robot") == [] and _left_on(lab, "operator") == []
-    (campaign,) = list((tmp_path / "out").iterdir())
-    run_dir = campaign / "runs" / "tcp_nodelay-r0"
-    meta = json.loads((run_dir / "metadata.json").read_text())
+        assert lab.processes_in("robot") == [] and lab.processes_in("operator") == []
+    _, run_dir, meta = _the_run(tmp_path)
     assert meta["status"] == "interrupted" and meta["link"]["records_home"]["robot"]["fetched"], meta
     assert 50 < len(read_events(run_dir / "records" / "plant.csv").select("tx", "y")) < 1500
