@@ -215,7 +215,9 @@ def test_an_experiment_through_ssh_gives_what_it_gives_through_namespaces(tmp_pa
         assert abs(a.rtt["p50_ms"] - b.rtt["p50_ms"]) < max(1.0, 0.5 * b.rtt["p50_ms"]), (a.rtt, b.rtt)
         assert a.sensor.clock_uncertainty_ms is not None and b.sensor.clock_uncertainty_ms is None
         (fa,), (fb,) = ssh_run.flows, ns_run.flows
-        assert fa.MDR == fb.MDR == 1.0 and abs(fa.sent - fb.sent) <= 2   # runs until the loop ends
+        # the flow runs until the loop ends; nodes started over SSH begin a few hundred ms apart
+        # from namespace starts (CI saw 25 vs 22 messages at 10 Hz), so allow a fifth either way
+        assert fa.MDR == fb.MDR == 1.0 and abs(fa.sent - fb.sent) <= max(2, 0.2 * fb.sent), (fa.sent, fb.sent)
         assert abs(fa.delay["p50_ms"] - fb.delay["p50_ms"]) < max(1.0, 0.5 * fb.delay["p50_ms"]), (fa.delay, fb.delay)
     report = (ssh_campaign / "report.md").read_text()
     assert "## Machines and clocks" in report and "root@10.77.0.1" in report
