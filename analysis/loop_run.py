@@ -147,6 +147,7 @@ def analyse_loop_run(run: LoopRun) -> LoopRunResult:
     out.stale_actuations = len(u_stale)
     t0 = y_tx.stamp_ns[0] / 1e9
     out.outage_windows_s = [[round(s - t0, 3), round(e - t0, 3)] for s, e in outages.windows(run.meta)]
+    out.fault_kinds = outages.kinds(run.meta)
     out.sampling = metrics.period_stats(y_tx.stamp_ns / 1e9)
     out.negotiated_transport = run.meta.get("negotiated_transport", {})
     out.delta_IAE = tracking["IAE"] - base_tracking["IAE"]

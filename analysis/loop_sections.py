@@ -118,8 +118,8 @@ def step_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Se
         if study.swept:
             section.h(3, setting)
         section.fig(fig, f"y(t) of every run over the local baseline (grey){where}; lower panel: y − baseline [mV]"
-                         + ("; shaded: link outages (of the first run; the plant holds its last u)"
-                            if runs[0].outage_windows_s else "") + ".")
+                         + (_faults_caption(runs[0].fault_kinds or ["outage"]) if runs[0].outage_windows_s else "")
+                         + ".")
         b = runs[0]
         section.p(f"Local baseline (python-control, ZOH at T = {b.period_s * 1e3:.0f} ms, zero delay): "
                   f"overshoot {fmt(b.baseline_step['Overshoot'], 2)} %, settling time "
@@ -279,3 +279,10 @@ def prediction_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path)
         section.fig(fig, f"Histogram of the one-way delay of every loop message, {title}"
                          f"{', one panel per setting' if swept else ''}.")
     return section
+
+
+def _faults_caption(kinds: list[str]) -> str:
+    """What the shaded windows of the step-response figure are."""
+    parts = (["red: link outages (the plant holds its last u)"] if "outage" in kinds else []) + \
+            (["orange: loss bursts"] if "loss burst" in kinds else [])
+    return "; shaded (of the first run): " + ", ".join(parts)

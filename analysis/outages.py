@@ -10,6 +10,10 @@ and one stream (a flow at one receiver, or one direction of the loop):
 * ``late``: messages sent during the outage that arrived after it (held in queues and
   retransmitted: TCP delivers them, UDP loses them).
 
+A fault with ``loss`` is a loss burst rather than an outage: its entry has ``loss`` (the
+probability; None for an outage) and ``sent`` (messages sent during it), and ``late`` then
+counts every message sent during the burst that arrived, most of them at once.
+
 Times are the hosts' one clock (the testbed; outages need an emulated link).
 """
 from __future__ import annotations
@@ -20,8 +24,22 @@ import numpy as np
 
 
 def windows(meta: dict[str, Any]) -> list[tuple[float, float]]:
-    """(start, end) in seconds since the epoch of every outage of a run that ended."""
-    return [(f["start"], f["end"]) for f in meta.get("faults") or [] if f.get("end") is not None]
+    """(start, end) in seconds since the epoch of every outage (or loss burst) of a run that ended."""
+    return [(f["start"], f["end"]) for f in _ended(meta)]
+
+
+def _ended(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in meta.get("faults") or [] if f.get("end") is not None]
+
+
+def kinds(meta: dict[str, Any]) -> list[str]:
+    """'outage' or 'loss burst' for every window of :func:`windows`, in order."""
+    return [kind(f.get("loss")) for f in _ended(meta)]
+
+
+def kind(loss: float | None) -> str:
+    """'outage' or 'loss burst', for a fault's ``loss``."""
+    return "outage" if loss is None else "loss burst"
 
 
 def per_outage(meta: dict[str, Any], sent_s: np.ndarray, arrived: np.ndarray,
@@ -30,10 +48,11 @@ def per_outage(meta: dict[str, Any], sent_s: np.ndarray, arrived: np.ndarray,
     sent; ``arrived``: whether each of them arrived; ``arrivals_s``: every arrival time."""
     out = []
     sent_s, arrived, arrivals_s = (np.asarray(a) for a in (sent_s, arrived, arrivals_s))
-    for start, end in windows(meta):
+    for fault in _ended(meta):
+        start, end = fault["start"], fault["end"]
         after = arrivals_s[arrivals_s >= end]
         during = (sent_s >= start) & (sent_s < end)
         out.append({"recovery_ms": float((after.min() - end) * 1e3) if len(after) else None,
                     "lost": int(np.sum(during & ~arrived)), "late": int(np.sum(during & arrived)),
-                    "duration_s": round(end - start, 3)})
+                    "sent": int(np.sum(during)), "loss": fault.get("loss"), "duration_s": round(end - start, 3)})
     return out

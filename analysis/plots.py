@@ -44,10 +44,15 @@ def step_overlay(runs: Iterable[dict], path: Path, title: str = "RLC loop step r
                 label="local baseline (no network)", zorder=1)
         ax.axhline(base["baseline_step"]["SteadyStateValue"], color="0.6", lw=0.8, ls=":")
         dev.axhline(0.0, color="0.55", lw=2.0, alpha=0.5)
-        for k, (start, end) in enumerate(base.get("outage_windows_s") or []):   # the plant held its last u
+        windows = base.get("outage_windows_s") or []
+        kinds = base.get("fault_kinds") or ["outage"] * len(windows)
+        labelled = set()
+        for (start, end), kind in zip(windows, kinds):   # in an outage the plant holds its last u
             for axis in (ax, dev):
-                axis.axvspan(start, end, color="tab:red", alpha=0.12, lw=0,
-                             label="link outage" if (k == 0 and axis is ax) else None)
+                axis.axvspan(start, end, color="tab:red" if kind == "outage" else "tab:orange", alpha=0.12, lw=0,
+                             label=("link outage" if kind == "outage" else kind)
+                             if (kind not in labelled and axis is ax) else None)
+            labelled.add(kind)
     seen = set()
     for r in runs:
         label = r["transport"] if r["transport"] not in seen else None

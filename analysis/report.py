@@ -246,8 +246,9 @@ def _streams(a: RunAnalysis):
 
 
 def outages_section(runs: list[RunAnalysis]) -> Section | None:
-    """Runs with link outages (``faults:``): per transport and stream, how long after the link
-    came back the first message arrived, and what was lost (the Pound paper's Table V)."""
+    """Runs with link outages or loss bursts (``faults:``): per transport and stream, how long
+    after the link came back the first message arrived and what was lost (the Pound paper's
+    Table V); for loss bursts, the share of the messages sent during them that was lost."""
     runs = [a for a in runs if a.meta.get("faults")]
     if not runs:
         return None
@@ -255,24 +256,48 @@ def outages_section(runs: list[RunAnalysis]) -> Section | None:
     for a in runs:
         for name, entries in _streams(a):
             groups.setdefault((a.transport, name), []).extend(entries)
-    section = Section("Link outages: recovery")
     windows = runs[0].meta["faults"]
-    section.p(f"Each run had {len(windows)} outage(s) ("
-              + ", ".join(f"{', '.join(w['hosts'])} silent {w['planned_end_s'] - w['planned_start_s']:g} s from "
-                          f"t = {w['planned_start_s']:g} s" for w in windows)
-              + "; t from the nodes connecting): every packet the silent hosts sent was dropped at their "
-                "interface. Recovery = from the link's return to the first message delivered after it (median "
-                "over outages and repetitions; it includes the transport's back-off, e.g. TCP's retransmission "
-                "timer); lost = sent during an outage and never delivered; late = sent during it and delivered "
-                "after it (queued and retransmitted).")
-    rows = []
-    for (transport, name), entries in groups.items():
-        rec = [e["recovery_ms"] for e in entries if e["recovery_ms"] is not None]
-        rows.append([transport, name, len(entries), median_of(rec) if rec else None, max(rec) if rec else None,
-                     median_of([e["lost"] for e in entries]), median_of([e["late"] for e in entries]),
-                     sum(1 for e in entries if e["recovery_ms"] is None)])
-    return section.table(["transport", "stream", "outages", "recovery median [ms]", "recovery max [ms]",
-                          "lost (median)", "late (median)", "never recovered"], rows, digits=1)
+    bursts = [w for w in windows if w.get("loss") is not None]
+    section = Section("Link outages: recovery" if not bursts else
+                      "Link outages and loss bursts" if len(bursts) < len(windows) else "Loss bursts")
+
+    def described(w: dict) -> str:
+        what = "silent" if w.get("loss") is None else f"losing {w['loss']:.0%} of what they sent"
+        return (f"{', '.join(w['hosts'])} {what} {w['planned_end_s'] - w['planned_start_s']:g} s from "
+                f"t = {w['planned_start_s']:g} s")
+    section.p(f"Each run had {len(windows) - len(bursts)} outage(s) and {len(bursts)} loss burst(s) ("
+              + ", ".join(described(w) for w in windows) + "; t from the nodes connecting).")
+    if len(bursts) < len(windows):
+        section.p("In an outage every packet the silent hosts sent was dropped at their interface. Recovery = "
+                  "from the link's return to the first message delivered after it (median over outages and "
+                  "repetitions; it includes the transport's back-off, e.g. TCP's retransmission timer); lost = "
+                  "sent during an outage and never delivered; late = sent during it and delivered after it "
+                  "(queued and retransmitted).")
+        rows = []
+        for (transport, name), entries in groups.items():
+            entries = [e for e in entries if e.get("loss") is None]
+            rec = [e["recovery_ms"] for e in entries if e["recovery_ms"] is not None]
+            rows.append([transport, name, len(entries), median_of(rec) if rec else None, max(rec) if rec else None,
+                         median_of([e["lost"] for e in entries]), median_of([e["late"] for e in entries]),
+                         sum(1 for e in entries if e["recovery_ms"] is None)])
+        section.table(["transport", "stream", "outages", "recovery median [ms]", "recovery max [ms]",
+                       "lost (median)", "late (median)", "never recovered"], rows, digits=1)
+    if bursts:
+        section.p("In a loss burst the link's emulator lost each packet the hosts sent with the given probability "
+                  "(on Wi-Fi each frame on the air, which the MAC retries up to its retry limit, so a message is "
+                  "lost far less often than a frame and arrives later instead). Lost share = messages sent "
+                  "during the bursts and never delivered, over all sent during them. UDP loses a message with "
+                  "each lost datagram; TCP loses nothing on the network but its retransmission back-off "
+                  "delays messages by up to seconds and delivers them in bunches, which ROS's publisher and "
+                  "subscriber queues then partly drop (the flow tables' queue drops).")
+        rows = []
+        for (transport, name), entries in groups.items():
+            entries = [e for e in entries if e.get("loss") is not None]
+            sent = sum(e.get("sent", 0) for e in entries)
+            lost = sum(e["lost"] for e in entries)
+            rows.append([transport, name, len(entries), sent, lost, lost / sent if sent else None])
+        section.table(["transport", "stream", "bursts", "sent during bursts", "lost", "lost share"], rows, digits=3)
+    return section
 
 
 def _clock(m: dict | None) -> str | None:

@@ -107,6 +107,7 @@ class LoopRunResult(Result):
     rtt: dict[str, float] | None = optional()           # sample → arrival of its u at the plant
     stale_actuations: int | None = optional()
     outage_windows_s: list[list[float]] = field(default_factory=list)  # link outages, s after the first sample
+    fault_kinds: list[str] = field(default_factory=list)  # per window: 'outage' or 'loss burst' (analysis.outages)
     sampling: dict[str, float] | None = optional()
     negotiated_transport: dict[str, str] | None = optional()
     delta_IAE: float | None = optional()

@@ -280,6 +280,10 @@ def _check_per_robot(exp: Experiment, found: Collector) -> None:
                                                f"to {', '.join(flow.to)}): nothing to give each robot")
 
 
+#: link types whose emulator can lose a share of the packets (faults[].loss)
+LOSS_BURST_LINKS = ("shaped", "ns3_wifi")
+
+
 def _check_faults(exp: Experiment, hosts: list[str], found: Collector) -> None:
     """``faults``: an emulated link with interfaces, known hosts, outages that do not overlap
     and end within the run."""
@@ -291,7 +295,12 @@ def _check_faults(exp: Experiment, hosts: list[str], found: Collector) -> None:
         length = run_seconds(exp)
     except (ValueError, TypeError):   # flows without a count and no duration: no known end
         length = None
+    link_type = load_profile(exp.link, exp.link_params)["type"] if any(f.loss for f in exp.faults) else None
     for i, fault in enumerate(exp.faults):
+        if fault.loss is not None and link_type not in LOSS_BURST_LINKS:
+            found.add(f"faults[{i}].loss", f"a loss burst needs a link whose emulator decides per packet (type "
+                                           f"{' or '.join(LOSS_BURST_LINKS)}); link '{exp.link}' is {link_type} and "
+                                           f"the kernel here has no netem. Drop 'loss' for an outage")
         for host in fault.hosts:
             if host not in hosts:
                 found.add(f"faults[{i}].hosts", f"unknown host {host!r}; allowed: {', '.join(hosts)}")

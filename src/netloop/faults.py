@@ -2,7 +2,9 @@
 
 Each fault is one or more windows, in seconds after every subscriber of the run has
 connected, during which the listed hosts (default: all) transmit nothing: their interface
-drops every packet (:meth:`netloop.testbed.Testbed.set_transmitting`). The schedule is
+drops every packet (:meth:`netloop.testbed.Testbed.set_transmitting`); or, for a fault with
+``loss``, a loss burst: the link's emulator loses each packet (on Wi-Fi: each frame on the
+air) they send with that probability (:meth:`netloop.testbed.Testbed.set_loss`). The schedule is
 polled by the runner's wait loop (every 50 ms); the actual start and end of every outage,
 wall-clock, are recorded in ``metadata.json`` (``faults``), which is what the analysis uses
 (recovery time: from an outage's end to the first message delivered after it). Every
@@ -17,9 +19,10 @@ from typing import Any
 class FaultSchedule:
     def __init__(self, faults: list, testbed, log=print):
         self.testbed, self.log = testbed, log
-        #: (start, end, hosts) in seconds after start(), in order
-        self.windows = sorted((start, end, list(f.hosts) or list(testbed.hosts))
-                              for f in faults for start, end in f.windows())
+        #: (start, end, hosts, loss) in seconds after start(), in order; hosts [] = every host;
+        #: loss None = an outage
+        self.windows = sorted(((start, end, list(f.hosts), f.loss) for f in faults for start, end in f.windows()),
+                              key=lambda w: w[:2])
         self.t0: float | None = None
         self.records: list[dict[str, Any]] = []
         self._active: list[dict[str, Any]] = []
@@ -38,18 +41,27 @@ class FaultSchedule:
             if elapsed >= rec["planned_end_s"]:
                 self._end(rec)
         while self._next < len(self.windows) and elapsed >= self.windows[self._next][0]:
-            start, end, hosts = self.windows[self._next]
+            start, end, hosts, loss = self.windows[self._next]
             self._next += 1
-            for host in hosts:
-                self.testbed.set_transmitting(host, False)
-            rec = {"hosts": hosts, "planned_start_s": start, "planned_end_s": end, "start": time.time(), "end": None}
+            self._apply(hosts, loss, True)
+            rec = {"hosts": hosts or list(self.testbed.hosts), "loss": loss, "planned_start_s": start,
+                   "planned_end_s": end, "start": time.time(), "end": None, "_hosts": hosts}
             self.records.append(rec)
             self._active.append(rec)
-            self.log(f"    outage: {', '.join(hosts)} silent for {end - start:g} s")
+            who = ", ".join(rec["hosts"])
+            self.log(f"    outage: {who} silent for {end - start:g} s" if loss is None
+                     else f"    loss burst: {who} lose {loss:.0%} for {end - start:g} s")
+
+    def _apply(self, hosts: list[str], loss: float | None, begin: bool) -> None:
+        if loss is None:
+            for host in hosts or self.testbed.hosts:
+                self.testbed.set_transmitting(host, not begin)
+        else:
+            for host in hosts or [None]:     # None: every frame on the link
+                self.testbed.set_loss(host, loss if begin else 0.0)
 
     def _end(self, rec: dict[str, Any]) -> None:
-        for host in rec["hosts"]:
-            self.testbed.set_transmitting(host, True)
+        self._apply(rec["_hosts"], rec["loss"], False)
         rec["end"] = time.time()
         self._active.remove(rec)
 
@@ -63,5 +75,5 @@ class FaultSchedule:
                 self._active.remove(rec)
 
     def metadata(self) -> list[dict[str, Any]]:
-        return [dict(r, start=round(r["start"], 6), end=None if r["end"] is None else round(r["end"], 6))
-                for r in self.records]
+        return [{**{k: v for k, v in r.items() if not k.startswith("_")}, "start": round(r["start"], 6),
+                 "end": None if r["end"] is None else round(r["end"], 6)} for r in self.records]

@@ -155,7 +155,7 @@ class Flow:
 
 
 @section("a link outage (the Pound paper's Table V): for a while, the hosts' transmissions are dropped at "
-         "their interfaces, as by a radio that is off")
+         "their interfaces, as by a radio that is off; or, with 'loss', a packet-loss burst")
 class Fault:
     at: float = key(Num(doc="seconds after every subscriber has connected when the (first) outage starts", ge=0))
     duration: float = key(Num(doc="seconds the outage lasts", gt=0, le=3600))
@@ -163,6 +163,10 @@ class Fault:
                                            "link is down)"))
     repeat: int = key(Int(1, "outages in all", ge=1, le=1000))
     every: float | None = key(Num(None, "seconds from one outage's start to the next (with repeat > 1)", gt=0))
+    loss: float | None = key(Num(None, "none: an outage (everything the hosts send is dropped); a probability: "
+                                       "a loss burst instead, each packet the hosts send lost with it (on "
+                                       "Wi-Fi each frame on the air, which the MAC retries, as in a fade); "
+                                       "links 'shaped' and 'ns3_wifi' only", gt=0, le=1))
 
     def windows(self) -> list[tuple[float, float]]:
         """(start, end) of every outage, in seconds after the connections."""

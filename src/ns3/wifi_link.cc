@@ -35,6 +35,12 @@
 // Lag samples taken before `--warmup` seconds of simulated time are not counted (tap
 // creation forks a helper at t=0). SIGTERM/SIGINT stop the simulation cleanly and write a
 // last line with "type":"final".
+// Loss bursts (netloop's faults with `loss`) are set while it runs: every 10 ms of simulated
+// time the program reads its standard input; a line `loss <k> <p>` makes every data frame
+// that node k (0-based, in --taps order) transmits lost on the air with probability at least
+// p, `loss all <p>` every data frame; p = 0 ends the burst. As with --frame-error-rate, a lost
+// frame costs a MAC retry: packets are lost only when the retries run out. Frames lost so are
+// counted per receiving node as "burst_drops"; each applied line is echoed as a "control" line.
 //
 // Two ns-3 3.37 packaging problems are handled here:
 //  * the TapBridge library execs its tap-creator helper at a path fixed when Debian built
@@ -58,6 +64,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <map>
 #include <net/if.h>
 #include <sstream>
 #include <string>
@@ -128,6 +136,7 @@ struct NodeCounters
     uint64_t phyRxDrop = 0;
     uint64_t dataMpduTx = 0;
     uint64_t corrupted = 0;         // data frames dropped by the configured frame error rate
+    uint64_t burstCorrupted = 0;    // data frames dropped by a loss burst (control input)
     // MAC (device) queue: length sampled at every lag probe, and seen by arriving packets
     uint64_t qSamples = 0;          // interval
     uint64_t qSum = 0;              // interval
@@ -153,6 +162,10 @@ struct LagStats
 
 std::vector<NodeCounters> g_nodes;
 LagStats g_lag;
+// loss bursts: probability per transmitting node (by its MAC address), and for every frame
+std::map<Mac48Address, uint32_t> g_nodeOfMac;
+std::vector<double> g_burstLoss;
+double g_burstLossAll = 0.0;
 FILE* g_stats = nullptr;
 RealtimeSimulatorImpl* g_rt = nullptr;
 Time g_probe;
@@ -207,7 +220,11 @@ DataFrameErrorModel::DoCorrupt(Ptr<Packet> p)
         return false;
     }
     bool lost;
-    if (m_enterBad < 0)
+    if (m_rate <= 0)
+    {
+        lost = false;
+    }
+    else if (m_enterBad < 0)
     {
         lost = m_rv->GetValue() < m_rate;
     }
@@ -219,8 +236,20 @@ DataFrameErrorModel::DoCorrupt(Ptr<Packet> p)
     if (lost)
     {
         g_nodes[m_node].corrupted++;
+        return true;
     }
-    return lost;
+    double burst = g_burstLossAll;
+    auto sender = g_nodeOfMac.find(hdr.GetAddr2());
+    if (sender != g_nodeOfMac.end())
+    {
+        burst = std::max(burst, g_burstLoss[sender->second]);
+    }
+    if (burst > 0 && m_rv->GetValue() < burst)
+    {
+        g_nodes[m_node].burstCorrupted++;
+        return true;
+    }
+    return false;
 }
 
 void
@@ -387,7 +416,8 @@ WriteLine(const char* type)
            << ",\"queue_drop\":" << c.queueDrop << ",\"retries\":" << c.retries
            << ",\"final_fail\":" << c.finalFail << ",\"phy_tx_drop\":" << c.phyTxDrop
            << ",\"phy_rx_drop\":" << c.phyRxDrop << ",\"data_mpdu_tx\":" << c.dataMpduTx
-           << ",\"fer_drops\":" << c.corrupted << ",\"mac_queue_mean\":"
+           << ",\"fer_drops\":" << c.corrupted << ",\"burst_drops\":" << c.burstCorrupted
+           << ",\"mac_queue_mean\":"
            << (c.qSamples ? double(c.qSum) / c.qSamples : 0.0) << ",\"mac_queue_max\":" << c.qMax
            << ",\"mac_queue_max_total\":" << c.qMaxTotal << ",\"mac_queue_arrivals\":" << c.arrivals
            << ",\"mac_queue_ahead_mean\":" << (c.arrivals ? double(c.aheadSum) / c.arrivals : 0.0)
@@ -415,6 +445,68 @@ WriteLine(const char* type)
     g_lag.intervalMax = 0;
     g_lag.intervalSum = 0;
     g_lag.intervalCount = 0;
+}
+
+/// Apply one control line (`loss <k>|all <p>`); returns an error text, empty when applied.
+std::string
+ApplyControl(const std::string& line)
+{
+    std::istringstream in(line);
+    std::string verb, target;
+    double p = -1;
+    if (!(in >> verb >> target >> p) || verb != "loss" || p < 0 || p > 1)
+    {
+        return "bad control line (expected: loss <node index>|all <probability 0..1>)";
+    }
+    if (target == "all")
+    {
+        g_burstLossAll = p;
+        return "";
+    }
+    char* end = nullptr;
+    unsigned long k = std::strtoul(target.c_str(), &end, 10);
+    if (*end != '\0' || k >= g_burstLoss.size())
+    {
+        return "no node " + target;
+    }
+    g_burstLoss[k] = p;
+    return "";
+}
+
+/// Every 10 ms: the lines that arrived on standard input (the control input); stops at EOF.
+void
+ReadControl()
+{
+    static std::string pending;
+    char buf[4096];
+    ssize_t got;
+    while ((got = read(STDIN_FILENO, buf, sizeof buf)) > 0)
+    {
+        pending.append(buf, got);
+    }
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos)
+    {
+        std::string line = pending.substr(0, nl);
+        pending.erase(0, nl + 1);
+        std::string error = ApplyControl(line);
+        for (char& ch : line)
+        {
+            ch = (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ? '?' : ch;
+        }
+        if (g_stats)
+        {
+            std::fprintf(g_stats, "{\"type\":\"control\",\"wall\":%.6f,\"line\":\"%s\",\"error\":%s%s%s}\n",
+                         WallNow(), line.c_str(), error.empty() ? "null" : "\"", error.c_str(),
+                         error.empty() ? "" : "\"");
+            std::fflush(g_stats);
+        }
+    }
+    if (got == 0)
+    {
+        return; // the controller closed it: nothing more will come
+    }
+    Simulator::Schedule(MilliSeconds(10), &ReadControl);
 }
 
 void
@@ -861,12 +953,12 @@ main(int argc, char* argv[])
                                       : dev->GetMac()->GetTxopQueue(AC_BE);
         g_queues.push_back(queue);
         queue->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&CountEnqueue, i));
-        if (frameErrorRate > 0)
-        {
-            dev->GetPhy()->SetPostReceptionErrorModel(
-                CreateObject<DataFrameErrorModel>(frameErrorRate, errorBurst, i));
-        }
+        // always installed: the configured frame error rate and the loss bursts
+        dev->GetPhy()->SetPostReceptionErrorModel(
+            CreateObject<DataFrameErrorModel>(frameErrorRate, errorBurst, i));
+        g_nodeOfMac[Mac48Address::ConvertFrom(dev->GetAddress())] = i;
     }
+    g_burstLoss.assign(all.GetN(), 0.0);
 
     TapBridgeHelper bridge;
     bridge.SetAttribute("Mode", StringValue("ConfigureLocal"));
@@ -891,6 +983,10 @@ main(int argc, char* argv[])
     Simulator::Schedule(MilliSeconds(1), &CheckReady, devices);
     Simulator::Schedule(g_probe, &LagProbe);
     Simulator::Schedule(g_statsInterval, &PeriodicStats);
+    if (fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK) == 0)
+    {
+        Simulator::Schedule(MilliSeconds(10), &ReadControl);
+    }
     if (duration > 0)
     {
         Simulator::Stop(Seconds(duration));

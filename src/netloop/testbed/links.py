@@ -26,6 +26,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -123,6 +124,12 @@ class Link:
             return
         util.run(["tc", "-n", ns, "qdisc", "del", "dev", IFACE, "root"], check=False)
         self.shape(host)
+
+    def set_loss(self, host: str | None, probability: float) -> None:
+        """A loss burst: what ``host`` sends (None: every host) is lost with ``probability``
+        until it is set back to 0. Only links whose emulator decides per packet have it."""
+        raise TestbedError(f"a '{self.profile.get('type')}' link has no per-packet loss here (the kernel has "
+                           "no netem): loss bursts need a 'shaped' or 'ns3_wifi' link")
 
     # helpers -----------------------------------------------------------------------------
     def configure_host(self, host: str, iface: str, mtu: int, routes: list[str] = ()) -> None:
@@ -271,8 +278,9 @@ class TapLink(Link):
         self.stats = StatsFile(self.stats_path)
         cmd = ["ip", "netns", "exec", ctx.link_netns] + self.command()
         self.started_wall = time.time()
-        self.proc = util.spawn(cmd, self.log_path, env=self.env(),
-                               die_with_parent=ctx.die_with_parent)
+        # its standard input is the control input (loss bursts: set_loss)
+        self.proc = util.spawn(cmd, self.log_path, env=self.env(), die_with_parent=ctx.die_with_parent,
+                               stdin=subprocess.PIPE)
         ctx.record_pid(self.proc.pid, self.what)
         ready = util.wait_for(lambda: self.stats.ready() or self.proc.poll() is not None,
                               self.ready_timeout)
@@ -299,9 +307,23 @@ class TapLink(Link):
         except (OSError, AttributeError):
             return ""
 
+    def set_loss(self, host: str | None, probability: float) -> None:
+        """Tell the emulator (a line on its standard input, see :mod:`netloop.testbed.shaper`
+        and ``src/ns3/wifi_link.cc``) that frames ``host`` sends (None: all) are lost with
+        ``probability``; on Wi-Fi a lost frame is retried by the MAC, as in a real fade."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise TestbedError(f"the {self.what} is not running: no loss burst can be set")
+        target = "all" if host is None else str(self.hosts.index(host))
+        self.proc.stdin.write(f"loss {target} {probability:.6g}\n".encode())
+        self.proc.stdin.flush()
+
     def down(self) -> None:
         if self.proc is not None:
             self.stopping = True
+            try:
+                self.proc.stdin.close()
+            except (OSError, AttributeError):
+                pass
             self.exit_code = util.stop_process(self.proc)
             if self.stats:
                 self.stats.poll()

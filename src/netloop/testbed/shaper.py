@@ -17,6 +17,11 @@ arrival time is at least the previous frame's), so jitter shows as bunching, not
 reordering, like a real link's FIFO. ``reorder: true`` releases frames at their own sampled
 time, so jitter larger than the gap between frames reorders them.
 
+Loss bursts (an experiment's ``faults`` with ``loss``) are set while it runs: each line on
+its standard input ``loss <k> <p>`` makes the frames the host behind tap ``k`` (0: the
+first ``--tap``) sends lost with probability at least ``p`` (``loss all <p>``: both
+directions; ``p`` 0 ends the burst). They are counted apart (``drop_burst``).
+
 Every ``--stats-interval`` seconds one JSON line goes to ``--stats`` with the same
 real-time fields as the ns-3 program (``lag_*``: how late frames were written compared with
 their due time) plus per-direction counters. The first line is ``{"type": "ready", ...}``
@@ -77,12 +82,16 @@ class Direction:
         self.heap: list = []          # (due time, seq, frame)
         self.last_due = 0.0
         self.seq = 0
-        self.c = dict(rx=0, tx=0, tx_bytes=0, drop_loss=0, drop_queue=0, drop_write=0)
+        self.burst_loss = 0.0         # a loss burst in effect (set through the control input)
+        self.c = dict(rx=0, tx=0, tx_bytes=0, drop_loss=0, drop_burst=0, drop_queue=0, drop_write=0)
 
     def arrive(self, frame: bytes, now: float) -> None:
         self.c["rx"] += 1
         if self.loss and self.rng.random() < self.loss:
             self.c["drop_loss"] += 1
+            return
+        if self.burst_loss and self.rng.random() < self.burst_loss:
+            self.c["drop_burst"] += 1
             return
         sending = self.sending
         while sending and sending[0] <= now:
@@ -122,6 +131,24 @@ class Direction:
                 self.c["tx_bytes"] += len(frame)
             except OSError:
                 self.c["drop_write"] += 1
+
+
+def apply_control(line: str, by_sender: list[Direction]) -> str | None:
+    """Apply one control line (``loss <k>|all <p>``) to the directions, indexed by the tap
+    their frames come from; returns an error text for a line it cannot apply."""
+    words = line.split()
+    try:
+        if len(words) != 3 or words[0] != "loss":
+            raise ValueError
+        p = float(words[2])
+        if not 0.0 <= p <= 1.0:
+            raise ValueError
+        targets = by_sender if words[1] == "all" else [by_sender[int(words[1])]]
+    except (ValueError, IndexError):
+        return f"bad control line {line.strip()!r} (expected: loss <tap index>|all <probability 0..1>)"
+    for d in targets:
+        d.burst_loss = p
+    return None
 
 
 class _Stop(Exception):
@@ -201,7 +228,11 @@ def main(argv: list[str] | None = None) -> int:
                      "directions": {d.name: dict(d.c) for d in dirs.values()}})
 
     write("ready", {"taps": args.tap})
-    fds = list(dirs)  # select(): its timeout has microsecond resolution, epoll's only ms
+    by_sender = [dirs[fd_r], dirs[fd_o]]
+    control = sys.stdin.fileno()
+    os.set_blocking(control, False)
+    pending = b""
+    fds = list(dirs) + [control]  # select(): its timeout has microsecond resolution, epoll's only ms
     next_stats = time.monotonic() + args.stats_interval
     read = os.read
     try:
@@ -222,6 +253,19 @@ def main(argv: list[str] | None = None) -> int:
             ready, _, _ = select.select(fds, [], [], max(0.0, wake - time.monotonic()))
             now = time.monotonic()
             for fd in ready:
+                if fd == control:
+                    try:
+                        chunk = read(control, 4096)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:          # no controller (any more): nothing left to read
+                        fds.remove(control)
+                        continue
+                    *lines, pending = (pending + chunk).split(b"\n")
+                    for line in lines:
+                        error = apply_control(line.decode(errors="replace"), by_sender)
+                        write("control", {"line": line.decode(errors="replace"), "error": error})
+                    continue
                 d = dirs[fd]
                 for _ in range(256):
                     try:

@@ -126,6 +126,15 @@ class Testbed:
             raise TestbedError("outages need a testbed that is up, with interfaces (not loopback)")
         self._link.set_transmitting(host, on)
 
+    def set_loss(self, host: str | None, probability: float) -> None:
+        """A loss burst (``probability`` > 0) on what ``host`` sends (None: every host), or its
+        end (0); see :meth:`netloop.testbed.links.Link.set_loss`."""
+        if host is not None:
+            self._check_host(host)
+        if self.is_loopback or not self._is_up:
+            raise TestbedError("loss bursts need a testbed that is up, with an emulated link (not loopback)")
+        self._link.set_loss(host, probability)
+
     def netns(self, host: str) -> str | None:
         """Namespace name of ``host`` (None for loopback)."""
         self._check_host(host)

@@ -122,7 +122,7 @@ def _die_with_parent(parent: int):
 
 
 def spawn(cmd: Sequence[str], log: Path | None, env: dict | None = None,
-          die_with_parent: bool = True, stdout=None) -> subprocess.Popen:
+          die_with_parent: bool = True, stdout=None, stdin=subprocess.DEVNULL) -> subprocess.Popen:
     """Start a long-running child; stderr (and stdout unless given) go to ``log``.
 
     With ``die_with_parent`` the child gets SIGKILL when the thread that started it exits
@@ -130,7 +130,7 @@ def spawn(cmd: Sequence[str], log: Path | None, env: dict | None = None,
     out = open(log, "ab") if log else subprocess.DEVNULL
     try:
         return subprocess.Popen(
-            list(cmd), stdin=subprocess.DEVNULL, stdout=stdout if stdout is not None else out,
+            list(cmd), stdin=stdin, stdout=stdout if stdout is not None else out,
             stderr=out, env=env, close_fds=True,
             preexec_fn=_die_with_parent(os.getpid()) if die_with_parent else os.setsid)
     finally:
