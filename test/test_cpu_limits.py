@@ -30,6 +30,8 @@ def _netloop_cgroups() -> list[str]:
     ({"moon": {"cpu": 0.5}}, "hosts.moon", "allowed: robot, operator"),
     ({"robot": {"cpu": 1000}}, "hosts.robot.cpu", "more than this machine has"),
     ({"robot": {"cpu": 0.5, "cpu_period_ms": 0.1}}, "hosts.robot.cpu_period_ms", ">= 1"),
+    ({"robot": {"cpu": 1.5, "cpu_model": "clock"}}, "hosts.robot.cpu", "at most 1"),
+    ({"robot": {"cpu": 0.5, "cpu_model": "frequency"}}, "hosts.robot.cpu_model", "allowed: share, clock"),
 ])
 def test_bad_cpu_limits_are_refused_naming_the_key(hosts, key, words):
     with pytest.raises(ConfigError) as err:
@@ -75,4 +77,36 @@ def test_a_slow_robot_computer_stretches_the_round_trip_and_leaves_nothing_behin
     assert slow[1]["quota_us"] == 1000 and slow[1]["period_us"] == 10000, slow
     # 1 ms of CPU in every 10 ms is less than 2000 round trips a second need: they wait
     assert slow[0] > 5 * fast[0] and slow[0] > 2.0, (slow[0], fast[0])
+    assert _netloop_cgroups() == before
+
+
+@needs_root
+@pytest.mark.timeout(180)
+def test_a_slow_clock_stretches_even_a_light_load_that_a_cpu_share_lets_through(tmp_path):
+    """At 20 Hz the robot needs far less than a quarter of a core: a CPU share leaves its
+    round trips alone; a clock a quarter as fast (the ballast takes the rest of the quota)
+    makes every wake-up wait for its turn."""
+    before = _netloop_cgroups()
+    _, out = run_campaign(tmp_path, {
+        "transport": "tcp_nodelay", "loop": {"type": "none"},
+        "hosts": {"robot": {"cpu": 0.25}},
+        "sweep": {"hosts.robot.cpu_model": ["share", "clock"]},
+        "flows": [{"name": "ping", "kind": "echo", "from": "robot", "to": ["operator"], "size_bytes": 1024,
+                   "period": 0.05, "count": 100, "start_delay": 0.5}]}, "slowclock")
+    rtt, limits = {}, {}
+    for run in sorted((out / "runs").iterdir()):
+        meta = read_metadata(run)
+        assert meta["status"] == "complete", meta.get("error")
+        limit = meta["host_cpu_limits"]["robot"]
+        f = analyse_flow(run, recorded_flows(run)[0])
+        assert f.ok and f.MDR == 1.0, f
+        rtt[limit["cpu_model"]], limits[limit["cpu_model"]] = float(np.median(f.delays_ms)), limit
+    share, clock = limits["share"], limits["clock"]
+    assert share["period_us"] == 10000 and "ballast_cpu_s" not in share, share
+    # the shortest period the kernel allows: 1 ms of quota in every 4 ms
+    assert clock["quota_us"] == 1000 and clock["period_us"] == 4000 and clock["cpu_period_ms"] == 1.0, clock
+    assert clock["pinned_cpu"] == max(os.sched_getaffinity(0)) and clock["ballast_cpu_s"] > 0.5, clock
+    print(rtt, share, clock)
+    assert clock["throttled_periods"] > 0.5 * clock["periods"], clock      # the ballast uses up every period
+    assert rtt["clock"] > rtt["share"] + 0.5, rtt
     assert _netloop_cgroups() == before

@@ -1,16 +1,32 @@
 """Slow robot computers: a host limited to a share of one CPU (experiment key ``hosts``).
 
     hosts:
-      robot: {cpu: 0.25}            # a quarter of one core, e.g. a Raspberry Pi 3 beside a laptop
+      robot: {cpu: 0.25}                      # a quarter of one core, when it is busy
+      robot: {cpu: 0.25, cpu_model: clock}    # one core at a quarter of its clock, always
 
 Every process netloop starts on that host (its nodes, its ROS master, the relays) runs in a
 cgroup of its own whose CPU bandwidth is ``cpu`` x ``cpu_period_ms`` of CPU time in every
 ``cpu_period_ms`` (cgroup v2 ``cpu.max``, or cgroup v1 ``cpu.cfs_quota_us`` /
-``cpu.cfs_period_us`` where the cpu controller is mounted as v1, as on this machine). With a
-short period (10 ms by default) the host is not stopped for long stretches but runs slower
-overall, which is how a slower CPU clock looks to a ROS node: Jordan et al. found that
-halving the CPU clock doubled the latency at high message rates. The link emulator is not
-limited (it is not part of any host).
+``cpu.cfs_period_us`` where the cpu controller is mounted as v1, as on this machine).
+
+Two models of a slow computer (``cpu_model``):
+
+* ``share`` (default; period 10 ms): a bandwidth limit. A host that needs less than its share
+  runs at full speed; a busy one is throttled, so its work queues up. This is how a slower
+  CPU looks *under load*: Jordan et al. found that halving the CPU clock doubled the latency
+  at high message rates.
+* ``clock``: a slower clock, also when the host is nearly idle. A ballast process in the
+  host's cgroup (``SCHED_IDLE``: it runs only when none of the host's processes can) takes
+  whatever of the quota the host leaves, so every piece of work gets at most ``cpu`` of each
+  period: work that needs t seconds of a full-speed core takes about t / ``cpu``. The host's
+  processes and the ballast are pinned to one CPU (the last), so the ballast cannot use the
+  quota in parallel with them: the host is one slow core. The emulation's grain is the period
+  (default: the shortest the kernel allows, 1 ms of quota, i.e. 4 ms at ``cpu`` 0.25): a job
+  shorter than that waits up to period - quota for its turn instead of being stretched
+  evenly, so per-message latencies at low rates come out *higher* than on a real slow clock,
+  by up to that wait. The ballast burns ``cpu`` x one core while the run lasts.
+
+The link emulator is not limited (it is not part of any host).
 
 :class:`CpuLimits` creates the cgroups before anything starts, wraps each limited host's
 command prefix so that a process joins its cgroup before it execs, records the kernel's
@@ -19,6 +35,8 @@ throttling counters, and removes the cgroups when the run ends (nothing is left 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -64,6 +82,12 @@ def cgroup_root() -> tuple[str, Path]:
 #: the kernel's smallest CFS quota
 MIN_QUOTA_US = 1000
 
+#: cpu_period_ms when the experiment gives none, per cpu_model (clock: as short as the kernel allows)
+DEFAULT_PERIOD_MS = {"share": 10.0, "clock": 1.0}
+
+#: what the ballast of a ``clock`` host runs: nothing, as fast as it may
+BALLAST = "while True:\n    pass\n"
+
 
 def quota(share: float, period_ms: float) -> tuple[int, int]:
     """(period, quota) in microseconds for ``share`` of one CPU: ``period_ms``, lengthened
@@ -77,13 +101,17 @@ def quota(share: float, period_ms: float) -> tuple[int, int]:
 
 class CpuLimits:
     """The cgroups of one run's CPU-limited hosts. ``limits``: {host: {"cpu": share of one
-    CPU, "cpu_period_ms": period}}; ``tag`` names the cgroups (unique per run)."""
+    CPU, "cpu_period_ms": period or None, "cpu_model": "share"|"clock"}}; ``tag`` names the
+    cgroups (unique per run)."""
 
     def __init__(self, limits: dict[str, Any], tag: str):
-        self.limits = {h: v for h, v in limits.items() if v.get("cpu") is not None}
+        self.limits = {h: _resolved(v) for h, v in limits.items() if v.get("cpu") is not None}
         self.tag = "".join(c if c.isalnum() or c in "-_" else "_" for c in tag)[-60:]
         self.paths: dict[str, Path] = {}
         self.effective: dict[str, dict[str, int]] = {}
+        self.ballasts: dict[str, subprocess.Popen] = {}
+        #: the CPU the ``clock`` hosts are pinned to
+        self.clock_cpu = max(os.sched_getaffinity(0))
         self.version = None
 
     def __enter__(self) -> "CpuLimits":
@@ -104,6 +132,8 @@ class CpuLimits:
                 else:
                     (path / "cpu.cfs_period_us").write_text(str(period_us))
                     (path / "cpu.cfs_quota_us").write_text(str(quota_us))
+                if limit["cpu_model"] == "clock":
+                    self.ballasts[host] = self._start_ballast(path)
         except BaseException:
             self.remove()
             raise
@@ -118,13 +148,26 @@ class CpuLimits:
         if "cpu" not in control.read_text().split():
             control.write_text("+cpu")
 
+    def _start_ballast(self, path: Path) -> subprocess.Popen:
+        """The ``clock`` model's ballast: a busy loop in the cgroup, SCHED_IDLE, on the clock CPU."""
+        cpu = self.clock_cpu
+
+        def join() -> None:   # in the child, before it execs
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            os.sched_setaffinity(0, {cpu})
+            (path / "cgroup.procs").write_text(str(os.getpid()))
+        return subprocess.Popen([sys.executable, "-c", BALLAST], preexec_fn=join, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
+
     def wrapper(self, host: str) -> list[str]:
         """What to put before a command so that it runs in ``host``'s cgroup ([] when the
-        host is not limited): a shell that moves itself into the cgroup, then execs."""
+        host is not limited): a shell that moves itself into the cgroup (and for a ``clock``
+        host onto its CPU), then execs."""
         path = self.paths.get(host)
         if path is None:
             return []
-        return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(path)]
+        pin = ["taskset", "-c", str(self.clock_cpu)] if self.limits[host]["cpu_model"] == "clock" else []
+        return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(path)] + pin
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per limited host: the limit and the kernel's counters (periods, throttled periods,
@@ -133,7 +176,12 @@ class CpuLimits:
         for host, path in self.paths.items():
             limit = self.limits[host]
             entry: dict[str, Any] = {"cpu": limit["cpu"], "cpu_period_ms": limit["cpu_period_ms"],
-                                     "cgroup": str(path), "cgroup_version": self.version, **self.effective[host]}
+                                     "cpu_model": limit["cpu_model"], "cgroup": str(path),
+                                     "cgroup_version": self.version, **self.effective[host]}
+            ballast = self.ballasts.get(host)
+            if ballast is not None:
+                entry["pinned_cpu"] = self.clock_cpu
+                entry["ballast_cpu_s"] = _process_cpu_seconds(ballast.pid)
             try:
                 fields = dict(line.split() for line in (path / "cpu.stat").read_text().splitlines() if line)
                 entry.update(periods=int(fields.get("nr_periods", 0)), throttled_periods=int(fields.get("nr_throttled", 0)),
@@ -149,6 +197,10 @@ class CpuLimits:
     def remove(self) -> None:
         """Remove the cgroups (their processes have ended by now; a straggler is moved to the
         parent first, so nothing is left behind)."""
+        for host, ballast in list(self.ballasts.items()):
+            ballast.kill()
+            ballast.wait()
+            self.ballasts.pop(host)
         for host, path in list(self.paths.items()):
             for _ in range(50):
                 try:
@@ -172,6 +224,22 @@ class CpuLimits:
                 (path.parent / "cgroup.procs").write_text(pid)
             except OSError:
                 pass
+
+
+def _resolved(limit: dict[str, Any]) -> dict[str, Any]:
+    """A host's limit with its model and period filled in."""
+    model = limit.get("cpu_model") or "share"
+    period = limit.get("cpu_period_ms")
+    return {**limit, "cpu_model": model, "cpu_period_ms": DEFAULT_PERIOD_MS[model] if period is None else period}
+
+
+def _process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a running process (None when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 3)
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class LimitedHosts:

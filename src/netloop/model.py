@@ -193,8 +193,13 @@ class Experiment:
                                             "processes may use (a slow robot computer; cgroup cpu.max, needs root), "
                                             "e.g. {robot: {cpu: 0.25}}", extra=Map({
         "cpu": Num(None, "share of one CPU (0.25 = a quarter of a core); none: unlimited", gt=0),
-        "cpu_period_ms": Num(10.0, "the cgroup's accounting period [ms]: the host runs cpu x period in every "
-                                   "period, so a short one slows it evenly", ge=1, le=1000),
+        "cpu_period_ms": Num(None, "the cgroup's accounting period [ms]: the host runs cpu x period in every "
+                                   "period, so a short one slows it evenly; none: 10 for share, the shortest "
+                                   "the kernel allows (1 ms of quota) for clock", ge=1, le=1000),
+        "cpu_model": Enum(["share", "clock"], "share", "share: a bandwidth limit (a light load runs at full "
+                                                       "speed, a heavy one is throttled); clock: one core at "
+                                                       "cpu x its clock, also when nearly idle (a ballast takes "
+                                                       "the rest of the quota)", what="CPU model"),
     }, {})))
     transport_options: dict[str, Any] = key(Map({}, {}, "per transport name, its options (e.g. priority: "
                                                         "{priorities: ...})", extra=Any_()))
