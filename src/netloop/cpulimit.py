@@ -24,7 +24,8 @@ Two models of a slow computer (``cpu_model``):
   (default: the shortest the kernel allows, 1 ms of quota, i.e. 4 ms at ``cpu`` 0.25): a job
   shorter than that waits up to period - quota for its turn instead of being stretched
   evenly, so per-message latencies at low rates come out *higher* than on a real slow clock,
-  by up to that wait. The ballast burns ``cpu`` x one core while the run lasts.
+  by up to that wait. The ballast burns ``cpu`` x one core while the run lasts; at ``cpu`` 1
+  there is none (the host is one core at full speed).
 
 The link emulator is not limited (it is not part of any host).
 
@@ -132,7 +133,7 @@ class CpuLimits:
                 else:
                     (path / "cpu.cfs_period_us").write_text(str(period_us))
                     (path / "cpu.cfs_quota_us").write_text(str(quota_us))
-                if limit["cpu_model"] == "clock":
+                if limit["cpu_model"] == "clock" and limit["cpu"] < 1:   # a whole core's clock: no ballast
                     self.ballasts[host] = self._start_ballast(path)
         except BaseException:
             self.remove()
