@@ -61,9 +61,17 @@ class RlcAnalysis(NoLoopAnalysis):
 
     def analyse_run(self, run_dir: Path, meta: dict[str, Any]) -> RunAnalysis:
         a = super().analyse_run(run_dir, meta)
-        run = load_loop_run(run_dir, meta)
-        a.loop = analyse_loop_run(run)
-        a.add_problems(a.loop.problems)
+        robots = (meta.get("loop") or {}).get("robots") or [None]   # per_robot: one loop per robot
+        for robot in robots:
+            one = load_loop_run(run_dir, meta, robot)
+            result = analyse_loop_run(one)
+            if robot is not None:
+                a.robot_loops[robot] = result
+                a.add_problems(result.problems, prefix=f"{robot}'s loop: ")
+            if a.loop is None:      # the first robot's loop is the one the loop tables show
+                run, a.loop = one, result
+        if not a.robot_loops:
+            a.add_problems(a.loop.problems)
         if meta and not meta.get("experiment"):
             a.add_problems(["metadata.json has no experiment configuration"])
         if a.loop.ok:

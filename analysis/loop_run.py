@@ -27,6 +27,7 @@ class LoopRun:
     plant: Events | None = None
     controller: Events | None = None
     problems: list[str] = field(default_factory=list)
+    robot: str | None = None      # with loop.per_robot: the robot whose loop this is (its plant's host)
 
     @property
     def run_id(self) -> str:
@@ -62,19 +63,21 @@ def read_run_metadata(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
     return meta, [problem] if problem else []
 
 
-def load_loop_run(run_dir: str | Path, meta: dict[str, Any] | None = None) -> LoopRun:
-    """The run's metadata and the loop's records. ``meta`` given: the caller read (and
+def load_loop_run(run_dir: str | Path, meta: dict[str, Any] | None = None, robot: str | None = None) -> LoopRun:
+    """The run's metadata and the loop's records (with ``robot``: that robot's loop of a
+    ``per_robot`` run, records ``plant_<robot>.csv``...). ``meta`` given: the caller read (and
     checked) the metadata; else it is read here and its problems are the run's."""
-    run = LoopRun(Path(run_dir))
+    run = LoopRun(Path(run_dir), robot=robot)
     if meta is None:
         run.meta, run.problems = read_run_metadata(run.run_dir)
     else:
         run.meta = meta
     for name in ("plant", "controller"):
+        record = f"{name}_{robot}" if robot else name
         try:
-            events = read_events(RunDir(run.run_dir).record(name))
+            events = read_events(RunDir(run.run_dir).record(record))
             if events.truncated_rows:
-                run.problems.append(f"records/{name}.csv: last row cut off (skipped)")
+                run.problems.append(f"records/{record}.csv: last row cut off (skipped)")
             setattr(run, name, events)
         except RecordError as err:
             run.problems.append(str(err))
@@ -140,7 +143,7 @@ def analyse_loop_run(run: LoopRun) -> LoopRunResult:
     out.tracking, out.baseline_tracking = tracking, base_tracking
     out.deviation = metrics.integral_errors(y - base.y, T)
     placement = loop.get("placement") or {}
-    plant_host, controller_host = placement.get("plant", "robot"), placement.get("controller", "operator")
+    plant_host, controller_host = run.robot or placement.get("plant", "robot"), placement.get("controller", "operator")
     out.sensor = direction_stats(y_tx, y_rx, run.meta, (plant_host, controller_host))       # y
     out.actuation = direction_stats(u_tx, u_arrived, run.meta, (controller_host, plant_host))  # u
     out.rtt = metrics.delay_stats(rtt[rtt >= 0])

@@ -102,8 +102,37 @@ def sections(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> list[S
     if not good:
         return []
     good = study.order(good)
-    return [step_section(good, study, fig_dir), condition_section(good, study.swept),
-            degradation_section(good, study, fig_dir), prediction_section(good, study, fig_dir)]
+    out = [step_section(good, study, fig_dir), condition_section(good, study.swept),
+           degradation_section(good, study, fig_dir), prediction_section(good, study, fig_dir)]
+    if any(a.robot_loops for a in good):
+        out.insert(1, robots_section(good, study.swept))
+    return out
+
+
+def robots_section(good: list[RunAnalysis], swept: bool) -> Section:
+    """Runs with ``loop.per_robot``: every robot's loop, per setting and transport (medians
+    over the repetitions), so that what sharing one channel does to each loop can be compared."""
+    groups: dict[tuple[str, str, str], list] = {}
+    for a in good:
+        for robot, loop in a.robot_loops.items():
+            if loop.ok:
+                groups.setdefault((degradation.setting_of(a), a.transport, robot), []).append(loop)
+    section = Section("Loops per robot")
+    robots = list(dict.fromkeys(robot for a in good for robot in a.robot_loops))
+    section.p(f"Every robot ({', '.join(robots)}) ran its own RLC loop (plant on the robot, controller on "
+              "the operator, topics /<robot>/y and /<robot>/u) over the same channel, at the same time. The "
+              f"report's other loop tables and figures show the first robot's loop ({robots[0]}); here is every "
+              "one (median over the repetitions).")
+    rows = []
+    for (setting, transport, robot), loops in groups.items():
+        rows.append(([setting] if swept else []) + [
+            transport, robot, len(loops), median_of(l.step["Overshoot"] for l in loops),
+            median_of(1e3 * l.deviation["IAE"] for l in loops), median_of(l.rtt["p50_ms"] for l in loops),
+            median_of(l.rtt["p95_ms"] for l in loops), median_of(l.sensor.MDR for l in loops),
+            median_of(l.actuation.MDR for l in loops)])
+    return section.table((["setting"] if swept else []) + [
+        "transport", "robot", "runs", "overshoot [%]", "IAE(y − baseline) [mV·s]", "RTT p50 [ms]", "RTT p95 [ms]",
+        "MDR y", "MDR u"], rows)
 
 
 def step_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Section:

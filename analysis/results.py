@@ -284,6 +284,8 @@ class RunAnalysis(Result):
     prediction: PredictionResult | None = None
     teleop: TeleopRunResult | None = None
     flows: list[FlowResult] = field(default_factory=list)
+    #: loop.per_robot: every robot's loop, by robot (``loop`` is the first robot's)
+    robot_loops: dict[str, LoopRunResult] = field(default_factory=dict)
     meta: dict[str, Any] = series(dict)       # the run's metadata.json ({} when unusable)
 
     @property

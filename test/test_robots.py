@@ -3,6 +3,7 @@ hosts and their addresses, ns-3 with N robot stations around the operator, the E
 switch, and a campaign in which every robot streams to the operator at once."""
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -91,3 +92,56 @@ def test_three_robots_stream_to_the_operator_on_one_wifi_channel(tmp_path):
     text = write_report(run_dir.parent.parent).with_suffix(".md").read_text()
     assert "## Flow `laser` (generic, 1000 bytes per message, every 50 ms, 3 robots)" in text, text[:2000]
     assert "Each robot" in text and "| udp | robot3 | 1 |" in text
+
+
+RLC = {"type": "rlc", "per_robot": True, "plant": {"R": 1.0, "L": 0.1, "C": 0.1, "period": 0.02},
+       "samples": 150, "warmup": 0.5}
+
+
+@pytest.mark.parametrize("loop, key, words", [
+    ({"type": "teleop", "per_robot": True}, "loop.per_robot", "only the rlc loop"),
+    (dict(RLC, placement={"plant": "operator", "controller": "robot"}), "loop.placement.plant",
+     "leave the plant on 'robot'"),
+    (dict(RLC, placement={"controller": "robot2"}), "loop.placement.controller", "not a robot"),
+])
+def test_a_loop_per_robot_needs_the_rlc_loop_with_its_plants_on_the_robots(loop, key, words):
+    with pytest.raises(ConfigError) as err:
+        validate_experiment({"link": "ethernet", "link_params": {"robots": 3}, "loop": loop}, name="x")
+    assert err.value.key == key and words in str(err.value), str(err.value)
+
+
+def test_a_loop_per_robot_crosses_the_link_on_topics_of_its_own():
+    from netloop.runner import crossing_topics      # noqa: PLC0415
+    exp = validate_experiment({"link": "wifi6", "link_params": {"robots": 3}, "loop": RLC}, name="x")
+    assert [(t.topic, t.source_host, t.dest_host, t.control) for t in crossing_topics(exp)] == [
+        (f"/{r}/{d}", *(hosts if d == "y" else hosts[::-1]), True)
+        for r in ("robot", "robot2", "robot3") for d, hosts in (("y", (r, "operator")), ("u", (r, "operator")))]
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_three_robots_each_run_their_own_loop_at_once(tmp_path):
+    """One RLC loop per robot on a shared switch; the priority relays (one per host) give every
+    loop's topics the top priority. Each loop is analysed on its own and they behave alike."""
+    doc = {"name": "robot_loops", "link": "ethernet", "link_params": {"robots": 3},
+           "transport": ["tcp_nodelay", "priority"], "loop": RLC}
+    runs = campaign_runs(tmp_path, doc, "robot_loops")
+    for transport in ("tcp_nodelay", "priority"):
+        run_dir = runs[f"{transport}-r0"]
+        meta = read_metadata(run_dir)
+        assert meta["status"] == "complete", meta.get("error")
+        assert meta["loop"]["robots"] == ["robot", "robot2", "robot3"]
+        assert {f"/{r}/{d}" for r in meta["loop"]["robots"] for d in "yu"} <= set(meta["negotiated_transport"])
+        a = analyse_run(run_dir)
+        assert list(a.robot_loops) == ["robot", "robot2", "robot3"] and a.loop is a.robot_loops["robot"]
+        overshoots = []
+        for robot, loop in a.robot_loops.items():
+            assert loop.ok and loop.samples == 150 and loop.sensor.MDR == loop.actuation.MDR == 1.0, robot
+            assert (run_dir / "records" / f"plant_{robot}.csv").is_file()
+            overshoots.append(loop.step["Overshoot"])
+        assert max(overshoots) - min(overshoots) < 2.0, overshoots    # the same loop, over the same switch
+        if transport == "priority":
+            relay = json.loads((run_dir / "transport.json").read_text())   # every loop first (Pound's order)
+            assert relay["priorities"] == {f"/{r}/{d}": 250 for r in ("robot", "robot2", "robot3") for d in "yu"}
+    text = write_report(next(iter(runs.values())).parent.parent).with_suffix(".md").read_text()
+    assert "## Loops per robot" in text and "| priority | robot3 | 1 |" in text

@@ -273,6 +273,8 @@ def _check_host_computers(exp: Experiment, hosts: list[str], found: Collector) -
 
 
 def _check_per_robot(exp: Experiment, found: Collector) -> None:
+    if exp.loop.per_robot and exp.loop.type != "rlc":
+        found.add("loop.per_robot", f"only the rlc loop runs one per robot; loop.type is {exp.loop.type}")
     for i, flow in enumerate(exp.flows):
         if not flow.per_robot:
             continue

@@ -99,6 +99,9 @@ class Loop:
     subscriber_queue_size: int = key(_queue(10, "subscriber (y and u)"))
     placement: Placement = key(Placement.schema)
     teleop: Teleop = key(Teleop.schema)
+    per_robot: bool = key(Bool(False, "rlc: one loop per robot host of the link (robot, robot2, ..., robotN: "
+                                      "link_params.robots), each plant on its robot and its controller on "
+                                      "placement.controller, on topics /<robot>/y and /<robot>/u"))
 
 
 @section("a perturbing flow sharing the link")

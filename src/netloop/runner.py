@@ -230,14 +230,15 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             nodes_started = time.monotonic()
             finite, connections = _start_flows(hosts, exp, transport, run_dir)
             loop = kind.start(LoopStart(hosts, exp, transport, run_dir))
-            ending = loop.ending  # the process whose end ends the run (the plant, the teleop trial)
+            # the processes whose end ends the run (the plant(s), the teleop trial)
+            endings = [p for p in (loop.ending if isinstance(loop.ending, list) else [loop.ending]) if p is not None]
             connections += [(topic, pub, sub) for topic, (pub, sub) in loop.connections.items()]
-            watched = [p for p in hosts.started if p is not ending]
+            watched = [p for p in hosts.started if p not in endings]
 
             negotiated = None
             connect_deadline = time.monotonic() + 20.0
             while negotiated is None and time.monotonic() < connect_deadline:
-                _check_alive(watched + ([ending] if ending else []))
+                _check_alive(watched + endings)
                 group.sample_cpu()
                 negotiated = negotiated_transports(hosts, connections)
                 time.sleep(0.05)
@@ -250,24 +251,25 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             stack.callback(faults.end_all)
             faults.start()
 
-            # The run ends when the loop's ending process (the plant, the trial) has ended, or
+            # The run ends when the loop's ending processes (the plants, the trial) have ended, or
             # when every finite flow has ended (or `duration` has passed) for a run without one.
             end_by = time.monotonic() + (exp.duration if exp.duration is not None else exp.run_timeout)
             deadline = time.monotonic() + exp.run_timeout
             while time.monotonic() < min(deadline, end_by):
-                _check_alive([p for p in watched if p not in finite])
+                _check_alive([p for p in watched if p not in finite] + endings)
                 group.sample_cpu()
                 faults.poll()
-                if ending is not None and ending.poll() is not None:
+                if endings and all(p.poll() is not None for p in endings):
                     break
-                if ending is None and finite and all(p.poll() is not None for p in finite):
+                if not endings and finite and all(p.poll() is not None for p in finite):
                     break
                 time.sleep(0.05)
             else:
                 if time.monotonic() >= deadline and end_by > deadline:
                     raise RunFailed(f"run did not finish within run_timeout = {exp.run_timeout} s")
-            if ending is not None and ending.poll() != 0:
-                raise RunFailed(f"{_ended(ending, ending.poll())}:\n{log_tail(ending.log_path)}")
+            for ending in endings:
+                if ending.poll() != 0:
+                    raise RunFailed(f"{_ended(ending, ending.poll())}:\n{log_tail(ending.log_path)}")
             _check_alive(finite)
             # Stop what sends first, then let messages in flight reach their sinks, so the end
             # of a run is not counted as loss.

@@ -37,9 +37,9 @@ class LoopStart:
 
 @dataclass
 class StartedLoop:
-    """What a loop kind started: the process whose exit ends the run (None: the flows or the
-    experiment's ``duration`` end it) and, per topic, the (publisher, subscriber) nodes whose
-    connection must be up before the run counts."""
+    """What a loop kind started: the process whose exit ends the run, or a list of them that
+    must all end (None: the flows or the experiment's ``duration`` end it), and, per topic,
+    the (publisher, subscriber) nodes whose connection must be up before the run counts."""
 
     ending: Any = None
     connections: dict[str, tuple[str, str]] = field(default_factory=dict)

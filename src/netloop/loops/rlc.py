@@ -4,9 +4,15 @@ The plant (``rlc_plant``) samples y every period and applies each u as it arrive
 controller (``loop_controller``) answers every y with a u. Both read the loop's shared
 parameters from ``/rlc/*`` and record every message (``records/plant.csv``,
 ``records/controller.csv``).
+
+With ``loop.per_robot`` every robot host of the link runs its own loop: plant ``plant_<robot>``
+on the robot, controller ``controller_<robot>`` on ``placement.controller``, topics
+``/<robot>/y`` and ``/<robot>/u``, records ``plant_<robot>.csv`` and ``controller_<robot>.csv``;
+the run ends when every plant has ended.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
@@ -21,8 +27,44 @@ if TYPE_CHECKING:  # pragma: no cover
 #: the generated message class
 LOOP_SAMPLE_BYTES = 40
 
-#: (topic, publisher node, subscriber node) of the loop's two directions
-LOOP_TOPICS = {"/y": ("/plant", "/controller"), "/u": ("/controller", "/plant")}
+
+@dataclass(frozen=True)
+class LoopInstance:
+    """One RLC loop of a run: where its plant and controller run, its topics and records."""
+
+    robot: str | None        # the robot it belongs to (per_robot), else None: the run's one loop
+    plant_host: str
+    controller_host: str
+
+    def _suffix(self) -> str:
+        return f"_{self.robot}" if self.robot else ""
+
+    @property
+    def plant(self) -> str:
+        """The plant's node name (and record name)."""
+        return "plant" + self._suffix()
+
+    @property
+    def controller(self) -> str:
+        return "controller" + self._suffix()
+
+    def topic(self, name: str) -> str:
+        """``/y`` or ``/<robot>/y`` (name: y or u)."""
+        return f"/{self.robot}/{name}" if self.robot else f"/{name}"
+
+    @property
+    def connections(self) -> dict[str, tuple[str, str]]:
+        """Per topic, (publisher node, subscriber node)."""
+        return {self.topic("y"): ("/" + self.plant, "/" + self.controller),
+                self.topic("u"): ("/" + self.controller, "/" + self.plant)}
+
+
+def loop_instances(exp: "Experiment") -> list[LoopInstance]:
+    """The run's RLC loops: one, or with ``loop.per_robot`` one per robot host."""
+    placement = exp.loop.placement
+    if not exp.loop.per_robot:
+        return [LoopInstance(None, placement.plant, placement.controller)]
+    return [LoopInstance(robot, robot, placement.controller) for robot in exp.robot_hosts()]
 
 
 def loop_message_bytes(loop: "Loop") -> int:
@@ -44,13 +86,12 @@ class RlcLoop(LoopKind):
     analysis_name = "RLC"
 
     def crossing_topics(self, exp: "Experiment") -> list[CrossingTopic]:
-        loop = exp.loop
-        plant, ctl = loop.placement.plant, loop.placement.controller
-        if plant == ctl:
-            return []
-        size, period = loop_message_bytes(loop), loop.plant.period
-        return [CrossingTopic("/y", "netloop/LoopSample", plant, ctl, size, period),
-                CrossingTopic("/u", "netloop/LoopSample", ctl, plant, size, period)]
+        size, period = loop_message_bytes(exp.loop), exp.loop.plant.period
+        return [topic for one in loop_instances(exp) if one.plant_host != one.controller_host
+                for topic in (CrossingTopic(one.topic("y"), "netloop/LoopSample", one.plant_host, one.controller_host,
+                                            size, period, control=True),
+                              CrossingTopic(one.topic("u"), "netloop/LoopSample", one.controller_host, one.plant_host,
+                                            size, period, control=True))]
 
     def check(self, exp: "Experiment", hosts: list[str]) -> None:
         from ..schema import Collector  # noqa: PLC0415
@@ -61,6 +102,14 @@ class RlcLoop(LoopKind):
             if host not in hosts:
                 found.add(f"loop.placement.{role}", f"unknown host {host!r} for link '{exp.link}'; "
                                                     f"allowed: {', '.join(hosts)}")
+        if exp.loop.per_robot:
+            robots = exp.robot_hosts()
+            if exp.loop.placement.plant != "robot":
+                found.add("loop.placement.plant", f"with per_robot every robot ({', '.join(robots)}) has its plant: "
+                                                  f"leave the plant on 'robot', got {exp.loop.placement.plant!r}")
+            if exp.loop.placement.controller in robots:
+                found.add("loop.placement.controller", f"with per_robot the controllers must be on a host that is "
+                                                       f"not a robot ({', '.join(robots)}), e.g. operator")
         found.raise_if_any()
 
     def run_seconds(self, exp: "Experiment") -> float:
@@ -77,17 +126,24 @@ class RlcLoop(LoopKind):
         queues = {"publisher_queue_size": loop.publisher_queue_size,
                   "subscriber_queue_size": loop.subscriber_queue_size, "padding_bytes": loop.padding_bytes}
         ctx.hosts.set_params(rlc_parameters(loop), "/rlc")
-        ctx.hosts.start("controller", loop.placement.controller,
-                        [str(paths.node_binary("loop_controller")), "__name:=controller"],
-                        {"transport": transport.subscriber_transport("/y", size), **queues,
-                         "record_path": str(run_dir / "records" / "controller.csv")})
-        plant = ctx.hosts.start("plant", loop.placement.plant,
-                                [str(paths.node_binary("rlc_plant")), "__name:=plant"],
-                                {"transport": transport.subscriber_transport("/u", size), **queues,
-                                 "samples": loop.samples, "warmup": loop.warmup,
-                                 "record_path": str(run_dir / "records" / "plant.csv")})
-        return StartedLoop(ending=plant, connections=dict(LOOP_TOPICS))
+        plants, connections = [], {}
+        for one in loop_instances(ctx.experiment):
+            remap = [f"y:={one.topic('y')}", f"u:={one.topic('u')}"] if one.robot else []
+            ctx.hosts.start(one.controller, one.controller_host,
+                            [str(paths.node_binary("loop_controller")), f"__name:={one.controller}"] + remap,
+                            {"transport": transport.subscriber_transport(one.topic("y"), size), **queues,
+                             "record_path": str(run_dir / "records" / f"{one.controller}.csv")})
+            plants.append(ctx.hosts.start(one.plant, one.plant_host,
+                                          [str(paths.node_binary("rlc_plant")), f"__name:={one.plant}"] + remap,
+                                          {"transport": transport.subscriber_transport(one.topic("u"), size), **queues,
+                                           "samples": loop.samples, "warmup": loop.warmup,
+                                           "record_path": str(run_dir / "records" / f"{one.plant}.csv")}))
+            connections.update(one.connections)
+        return StartedLoop(ending=plants[0] if len(plants) == 1 else plants, connections=connections)
 
     def metadata(self, exp: "Experiment") -> dict[str, Any]:
         p = exp.loop.placement
-        return {"type": self.name, "placement": {"plant": p.plant, "controller": p.controller}}
+        out = {"type": self.name, "placement": {"plant": p.plant, "controller": p.controller}}
+        if exp.loop.per_robot:
+            out.update(per_robot=True, robots=[one.robot for one in loop_instances(exp)])
+        return out

@@ -18,6 +18,7 @@ class CrossingTopic:
     dest_host: str        # host of the subscriber
     message_bytes: int    # expected serialized size of one message
     period: float | None = None  # seconds between messages, when known
+    control: bool = False        # a control loop's topic (y or u): relays give it precedence
 
 
 @dataclass

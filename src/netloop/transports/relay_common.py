@@ -119,8 +119,10 @@ def _free(address: str, port: int) -> bool:
 def default_priorities(topics: list[CrossingTopic]) -> dict[str, int]:
     """Pound's default order: the loop's topics first (250), then the others by message size,
     smallest first (200, 190, ...; at least 1). Higher = more urgent."""
-    out = {t.topic: 250 for t in topics if t.topic in LOOP_TOPICS}
-    others = sorted({t.topic: t for t in topics if t.topic not in LOOP_TOPICS}.values(),
+    def is_loop(t: CrossingTopic) -> bool:
+        return t.control or t.topic in LOOP_TOPICS
+    out = {t.topic: 250 for t in topics if is_loop(t)}
+    others = sorted({t.topic: t for t in topics if not is_loop(t)}.values(),
                     key=lambda t: (t.message_bytes, t.topic))
     for rank, t in enumerate(others):
         out[t.topic] = max(1, 200 - 10 * rank)
