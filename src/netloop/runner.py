@@ -52,16 +52,21 @@ def install_signal_handlers() -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def negotiated_transports(hosts: "_Hosts", connections: list[tuple[str, str, str]]) -> dict[str, str] | None:
+def negotiated_transports(hosts: "_Hosts", connections: list[tuple[str, str, str]],
+                          seen: dict[tuple[str, str, str], str] | None = None) -> dict[str, str] | None:
     """For each (topic, publisher, subscriber): the connection as it really is, keyed by the
     topic (``topic -> /subscriber`` where a topic has several subscribers); None until every
     one is connected. With one master, the publisher's connection to the subscriber
     ('TCPROS', 'TCPROS+NODELAY' or 'UDPROS', TCP_NODELAY read from the sending socket); across
-    masters (relay transports), the subscriber's local connection, marked 'via relay'."""
-    out = {}
-    several = {t for t, _, _ in connections if sum(1 for c in connections if c[0] == t) > 1}
-    try:
-        for topic, publisher, subscriber in connections:
+    masters (relay transports), the subscriber's local connection, marked 'via relay'.
+    ``seen`` (kept by the caller between polls) holds the connections found so far, so each
+    poll asks only about the others (with many robots every question crosses the link)."""
+    seen = {} if seen is None else seen
+    for connection in connections:
+        if connection in seen:
+            continue
+        topic, publisher, subscriber = connection
+        try:
             pub_master, sub_master = hosts.master_of_node(publisher), hosts.master_of_node(subscriber)
             if pub_master is sub_master:
                 conns = [c for c in node_connections(pub_master, publisher)
@@ -72,12 +77,15 @@ def negotiated_transports(hosts: "_Hosts", connections: list[tuple[str, str, str
                 conns = [c for c in node_connections(sub_master, subscriber)
                          if c["topic"] == topic and c["direction"] == "i" and c["connected"]]
                 suffix = " via relay"
-            if not conns:
-                return None
-            out[f"{topic} -> {subscriber}" if topic in several else topic] = describe(conns[0]) + suffix
-    except (MasterError, OSError, xmlrpc.client.Error):  # a node not registered yet, or gone
+        except (MasterError, OSError, xmlrpc.client.Error):  # a node not registered yet, or gone
+            continue
+        if conns:
+            seen[connection] = describe(conns[0]) + suffix
+    if any(c not in seen for c in connections):
         return None
-    return out
+    several = {t for t, _, _ in connections if sum(1 for c in connections if c[0] == t) > 1}
+    return {f"{topic} -> {subscriber}" if topic in several else topic: seen[(topic, publisher, subscriber)]
+            for topic, publisher, subscriber in connections}
 
 
 class _Hosts:
@@ -235,17 +243,20 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             connections += [(topic, pub, sub) for topic, (pub, sub) in loop.connections.items()]
             watched = [p for p in hosts.started if p not in endings]
 
-            negotiated = None
+            negotiated, seen = None, {}
             connect_deadline = time.monotonic() + 20.0
             while negotiated is None and time.monotonic() < connect_deadline:
                 _check_alive(watched + endings)
                 group.sample_cpu()
-                negotiated = negotiated_transports(hosts, connections)
+                negotiated = negotiated_transports(hosts, connections, seen)
                 time.sleep(0.05)
             meta.update(negotiated_transport=negotiated or {}, node_uris=_node_uris(hosts, connections),
                         masters={h: m.uri for h, m in masters.items()})
             if negotiated is None:
-                raise RunFailed(f"not every subscriber connected within 20 s: {sorted({c[0] for c in connections})}")
+                missing = sorted(f"{topic} ({publisher} -> {subscriber})" for topic, publisher, subscriber in connections
+                                 if (topic, publisher, subscriber) not in seen)
+                raise RunFailed(f"not every subscriber connected within 20 s: {len(missing)} of {len(connections)} "
+                                f"still missing: {', '.join(missing)}")
             faults = FaultSchedule(exp.faults, testbed, log)
             stack.callback(lambda: meta.update(faults=faults.metadata()) if faults.records else None)
             stack.callback(faults.end_all)
