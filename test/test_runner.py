@@ -135,3 +135,16 @@ def test_sigterm_marks_run_interrupted_and_cleans_up(tmp_path):
     meta = json.loads((run_dir / "metadata.json").read_text())
     assert meta["status"] == "interrupted" and meta["end_time"]
     assert not processes_mentioning(str(run_dir))
+
+
+def test_subscribers_that_do_not_connect_in_time_fail_the_run_naming_them(tmp_path):
+    """A connect_timeout far shorter than any node's start: the run fails at once, names every
+    connection still missing, and leaves no process behind."""
+    from campaign_helpers import campaign_runs   # noqa: PLC0415
+    runs = campaign_runs(tmp_path, {"transport": "tcp_nodelay", "connect_timeout": 0.001,
+                                    "loop": {"samples": 50}}, "slow_connect")
+    meta = json.loads((runs["tcp_nodelay-r0"] / "metadata.json").read_text())
+    assert meta["status"] == "failed"
+    assert "within connect_timeout = 0.001 s: 2 of 2 still missing: /u (/controller -> /plant), " \
+           "/y (/plant -> /controller)" in meta["error"], meta["error"]
+    assert not processes_mentioning(str(runs["tcp_nodelay-r0"]))

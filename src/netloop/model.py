@@ -216,6 +216,9 @@ class Experiment:
     faults: list[Fault] = key(List(Fault.schema, [], "link outages during each run (emulated links only)"))
     duration: float | None = key(Num(None, "seconds a run lasts when no loop or count ends it", gt=0))
     run_timeout: float = key(Num(120.0, "a run taking longer than this [s] is stopped and marked failed", gt=0))
+    connect_timeout: float = key(Num(20.0, "seconds every subscriber of a run has to connect to its publisher "
+                                           "before the run fails naming the missing ones (raise it for many "
+                                           "robots on a busy channel)", gt=0, le=600))
     keep_going: bool = key(Bool(True, "go on with the other runs when one fails"))
 
     @property

@@ -244,7 +244,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             watched = [p for p in hosts.started if p not in endings]
 
             negotiated, seen = None, {}
-            connect_deadline = time.monotonic() + 20.0
+            connect_deadline = time.monotonic() + exp.connect_timeout
             while negotiated is None and time.monotonic() < connect_deadline:
                 _check_alive(watched + endings)
                 group.sample_cpu()
@@ -255,7 +255,8 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             if negotiated is None:
                 missing = sorted(f"{topic} ({publisher} -> {subscriber})" for topic, publisher, subscriber in connections
                                  if (topic, publisher, subscriber) not in seen)
-                raise RunFailed(f"not every subscriber connected within 20 s: {len(missing)} of {len(connections)} "
+                raise RunFailed(f"not every subscriber connected within connect_timeout = {exp.connect_timeout:g} s: "
+                                f"{len(missing)} of {len(connections)} "
                                 f"still missing: {', '.join(missing)}")
             faults = FaultSchedule(exp.faults, testbed, log)
             stack.callback(lambda: meta.update(faults=faults.metadata()) if faults.records else None)
