@@ -106,7 +106,8 @@ def test_a_slow_clock_stretches_even_a_light_load_that_a_cpu_share_lets_through(
     # the shortest period the kernel allows: 1 ms of quota in every 4 ms
     assert clock["quota_us"] == 1000 and clock["period_us"] == 4000 and clock["cpu_period_ms"] == 1.0, clock
     assert clock["pinned_cpu"] == max(os.sched_getaffinity(0)) and clock["ballast_cpu_s"] > 0.5, clock
-    print(rtt, share, clock)
+    # a light load: the share is rarely used up (measured: 12-15 % of the periods, node start-up)
+    assert share["throttled_periods"] < 0.3 * share["periods"], share
     assert clock["throttled_periods"] > 0.5 * clock["periods"], clock      # the ballast uses up every period
     assert rtt["clock"] > rtt["share"] + 0.5, rtt
     assert _netloop_cgroups() == before
