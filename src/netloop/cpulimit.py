@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .schema import ConfigError
+from .testbed.util import die_with_parent
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -150,10 +151,12 @@ class CpuLimits:
             control.write_text("+cpu")
 
     def _start_ballast(self, path: Path) -> subprocess.Popen:
-        """The ``clock`` model's ballast: a busy loop in the cgroup, SCHED_IDLE, on the clock CPU."""
-        cpu = self.clock_cpu
+        """The ``clock`` model's ballast: a busy loop in the cgroup, SCHED_IDLE, on the clock CPU;
+        killed by the kernel if netloop dies without removing it."""
+        cpu, dies_with_netloop = self.clock_cpu, die_with_parent(os.getpid())
 
         def join() -> None:   # in the child, before it execs
+            dies_with_netloop()
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
             os.sched_setaffinity(0, {cpu})
             (path / "cgroup.procs").write_text(str(os.getpid()))

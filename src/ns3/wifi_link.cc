@@ -983,7 +983,9 @@ main(int argc, char* argv[])
     Simulator::Schedule(MilliSeconds(1), &CheckReady, devices);
     Simulator::Schedule(g_probe, &LagProbe);
     Simulator::Schedule(g_statsInterval, &PeriodicStats);
-    if (fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK) == 0)
+    // the control input: netloop's pipe (a terminal's is left alone: O_NONBLOCK would outlive us)
+    if (!isatty(STDIN_FILENO) &&
+        fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK) == 0)
     {
         Simulator::Schedule(MilliSeconds(10), &ReadControl);
     }

@@ -230,9 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     write("ready", {"taps": args.tap})
     by_sender = [dirs[fd_r], dirs[fd_o]]
     control = sys.stdin.fileno()
-    os.set_blocking(control, False)
     pending = b""
-    fds = list(dirs) + [control]  # select(): its timeout has microsecond resolution, epoll's only ms
+    fds = list(dirs)
+    if not os.isatty(control):   # netloop's pipe (a terminal's is left alone: O_NONBLOCK would outlive us)
+        os.set_blocking(control, False)
+        fds.append(control)  # select(): its timeout has microsecond resolution, epoll's only ms
     next_stats = time.monotonic() + args.stats_interval
     read = os.read
     try:
