@@ -1,16 +1,21 @@
 """Slow robot computers (experiment key ``hosts``): a host limited to a share of one CPU by a
 cgroup. Real runs on loopback: Jordan's echo at 2 kHz, the robot at a tenth of a core
 against an unlimited robot; the round trip must rise, the kernel must report the throttling, and no
-cgroup may be left behind."""
+cgroup may be left behind. The slower clock (``cpu_model: clock``): its ballast stretches even a
+light load, and dies with netloop; a killed netloop's cgroups are removed by the next run."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from campaign_helpers import recorded_flows, run_campaign
 
-from netloop import cpulimit
+from netloop import cpulimit, paths
+from netloop.polling import wait_for
 from netloop.analysis.flow_run import analyse_flow
 from netloop.experiment import validate_experiment
 from netloop.rundir import read_metadata
@@ -111,3 +116,29 @@ def test_a_slow_clock_stretches_even_a_light_load_that_a_cpu_share_lets_through(
     assert clock["throttled_periods"] > 0.5 * clock["periods"], clock      # the ballast uses up every period
     assert rtt["clock"] > rtt["share"] + 0.5, rtt
     assert _netloop_cgroups() == before
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_a_netloop_killed_with_sigkill_takes_its_ballast_along_and_the_next_run_removes_its_cgroup(tmp_path):
+    code = ("import sys, time\nfrom netloop.cpulimit import CpuLimits\n"
+            "limits = CpuLimits({'robot': {'cpu': 0.25, 'cpu_model': 'clock'}}, 'killed').__enter__()\n"
+            "print(limits.ballasts['robot'].pid, limits.paths['robot'], flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(paths.REPO / "src")))
+    pid, cgroup = proc.stdout.readline().split()
+    assert not _gone(int(pid)) and Path(cgroup).is_dir()
+    proc.kill()                                   # no cleanup code runs
+    proc.wait()
+    assert wait_for(lambda: _gone(int(pid)), 5), "the ballast outlived netloop"
+    assert Path(cgroup).is_dir()                  # the killed netloop could not remove it ...
+    with cpulimit.CpuLimits({"robot": {"cpu": 0.5}}, "next"):
+        assert not Path(cgroup).exists()          # ... the next run does
+    assert not any("-killed-" in p for p in _netloop_cgroups())

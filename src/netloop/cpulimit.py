@@ -120,6 +120,7 @@ class CpuLimits:
         if not self.limits:
             return self
         self.version, root = cgroup_root()
+        remove_stale(root)
         if self.version == "v2":
             self._enable_cpu(root)
         try:
@@ -228,6 +229,23 @@ class CpuLimits:
                 (path.parent / "cgroup.procs").write_text(pid)
             except OSError:
                 pass
+
+
+def remove_stale(root: Path) -> list[Path]:
+    """Remove the cgroups a netloop killed with SIGKILL left behind (named netloop-<pid>-...,
+    that pid gone; their processes died with it); returns those removed."""
+    removed = []
+    for path in root.glob("netloop-*"):
+        pid = path.name.split("-")[1]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        CpuLimits._evict(path)
+        try:
+            path.rmdir()
+            removed.append(path)
+        except OSError:
+            pass
+    return removed
 
 
 def _resolved(limit: dict[str, Any]) -> dict[str, Any]:
