@@ -21,6 +21,7 @@ from .machines import load_machines
 from .model import Experiment
 from .schema import Collector, ConfigError, load_yaml, to_dict, validate
 from .testbed import Testbed, load_profile
+from .testbed.profiles import link_capacity_mbit
 from .transports import get_transport, transport_names
 
 #: the key under ``sweep:`` whose key paths vary together (one axis of equal-length lists)
@@ -391,17 +392,6 @@ def for_cell(exp: Experiment, cell: Cell) -> RunSpec:
     one = _validate_one(_with_settings(to_dict(exp), cell.settings), None, exp.name)
     one.transport = [cell.transport]
     return RunSpec(one, cell.transport, cell.repetition, cell.condition, dict(cell.settings))
-
-
-def link_capacity_mbit(profile: dict) -> float | None:
-    """Nominal capacity of a link profile [Mbit/s] (the PHY rate for Wi-Fi, shared by both
-    directions), or None when it has no limit (loopback)."""
-    if profile.get("capacity_mbit") is not None:
-        return float(profile["capacity_mbit"])
-    if profile["type"] == "ns3_wifi":   # an ns-3 rate name such as OfdmRate6Mbps or ErpOfdmRate54Mbps
-        rate = re.search(r"Rate(\d+)(?:_(\d+))?Mbps$", str(profile.get("phy_rate", "")))
-        return float(f"{rate.group(1)}.{rate.group(2) or 0}") if rate else None
-    return profile.get("rate_mbit")
 
 
 def experiment_warnings(exp: Experiment) -> list[str]:

@@ -238,6 +238,11 @@ class RealHosts:
     def hosts(self) -> list[str]:
         return list(self.machines.hosts)
 
+    @property
+    def link_mbit(self) -> float | None:
+        """The network's rate as the hosts file gives it (None: unknown)."""
+        return self.machines.link_mbit
+
     is_loopback = False
 
     def machine(self, host: str) -> Machine:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from . import paths, rosenv
 from .connections import describe, node_connections
 from .cpulimit import CpuLimits, LimitedHosts, cgroup_root
-from .experiment import RunSpec, estimated_run_seconds, expand, for_cell, link_capacity_mbit, sweep_combinations
+from .experiment import RunSpec, estimated_run_seconds, expand, for_cell, sweep_combinations
 from .faults import FaultSchedule
 from .flows import echo_topic, flow_connections, flow_datatype, flow_processes, message_bytes, topic_of
 from .loops import LoopStart, get_loop_kind
@@ -231,7 +231,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
                 {h: testbed.address(h) for h in testbed.hosts}, topics=crossing_topics(exp),
                 masters={h: m.uri for h, m in masters.items()}, start=hosts.start,
                 options=exp.transport_options.get(transport.name, {}),
-                link_mbit=testbed.machines.link_mbit if exp.machines else link_capacity_mbit(link)))
+                link_mbit=testbed.link_mbit))
             stack.callback(transport.stop)
             meta.update(transport=transport.metadata())  # what actually ran (implementation, stats files)
 

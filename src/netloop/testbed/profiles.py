@@ -16,6 +16,7 @@ with its key and the allowed values before anything is created.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from netloop.paths import CONFIG
@@ -312,3 +313,14 @@ def parse_set(items: list[str] | None) -> dict:
         except yaml.YAMLError:
             out[key.strip()] = text
     return out
+
+
+def link_capacity_mbit(profile: dict) -> float | None:
+    """Nominal capacity of a link profile [Mbit/s] (the PHY rate for Wi-Fi, shared by both
+    directions), or None when it has no limit (loopback)."""
+    if profile.get("capacity_mbit") is not None:
+        return float(profile["capacity_mbit"])
+    if profile["type"] == "ns3_wifi":   # an ns-3 rate name such as OfdmRate6Mbps or ErpOfdmRate54Mbps
+        rate = re.search(r"Rate(\d+)(?:_(\d+))?Mbps$", str(profile.get("phy_rate", "")))
+        return float(f"{rate.group(1)}.{rate.group(2) or 0}") if rate else None
+    return profile.get("rate_mbit")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from . import state, util
 from .links import LinkContext, host_address, make_link
-from .profiles import validate_profile
+from .profiles import link_capacity_mbit, validate_profile
 from .util import TestbedError
 from netloop.schema import ConfigError
 
@@ -139,6 +139,11 @@ class Testbed:
         """Namespace name of ``host`` (None for loopback)."""
         self._check_host(host)
         return None if self.is_loopback else self._netns.get(host)
+
+    @property
+    def link_mbit(self) -> float | None:
+        """The link's nominal capacity [Mbit/s] (None: no limit), as the relays pace to it."""
+        return link_capacity_mbit(self.profile)
 
     def address(self, host: str) -> str:
         """IPv4 address other hosts reach ``host`` at (use as ROS_IP)."""
