@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .schema import ConfigError
-from .testbed.util import die_with_parent
+from .testbed.util import killed_with_parent
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -154,7 +154,7 @@ class CpuLimits:
     def _start_ballast(self, path: Path) -> subprocess.Popen:
         """The ``clock`` model's ballast: a busy loop in the cgroup, SCHED_IDLE, on the clock CPU;
         killed by the kernel if netloop dies without removing it."""
-        cpu, dies_with_netloop = self.clock_cpu, die_with_parent(os.getpid())
+        cpu, dies_with_netloop = self.clock_cpu, killed_with_parent(os.getpid())
 
         def join() -> None:   # in the child, before it execs
             dies_with_netloop()

@@ -111,7 +111,7 @@ def alive(pid: int | None, start_time: int | None = None) -> bool:
         return False
 
 
-def die_with_parent(parent: int):
+def killed_with_parent(parent: int):
     """A preexec_fn: the child starts a session of its own and gets SIGKILL when ``parent``'s
     starting thread ends (exits at once if ``parent`` is already gone)."""
     def preexec():
@@ -134,7 +134,7 @@ def spawn(cmd: Sequence[str], log: Path | None, env: dict | None = None,
         return subprocess.Popen(
             list(cmd), stdin=stdin, stdout=stdout if stdout is not None else out,
             stderr=out, env=env, close_fds=True,
-            preexec_fn=die_with_parent(os.getpid()) if die_with_parent else os.setsid)
+            preexec_fn=killed_with_parent(os.getpid()) if die_with_parent else os.setsid)
     finally:
         if log:
             out.close()
