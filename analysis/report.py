@@ -30,10 +30,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..experiment import link_capacity_mbit
 from ..jsonio import write_json_atomic
 from ..rundir import RunDir
-from . import clocks, degradation, flow_sections, prediction
+from ..testbed.profiles import link_capacity_mbit
+from . import clocks, degradation, flow_sections, outages, prediction
 from .flow_run import analyse_flow_receivers, recorded_flows
 from .loop_kinds import KINDS, ReportContext, analysis_for, loop_type_of
 from .loop_run import read_run_metadata
@@ -245,6 +245,30 @@ def _streams(a: RunAnalysis):
             yield f"flow {f.label}", f.outages
 
 
+def _fault_groups(runs: list[RunAnalysis]) -> dict[tuple[str, str, str], list[dict]]:
+    """(fault kind, transport, stream) -> the entries of every fault of that kind that touched
+    the stream, over the runs (kind: 'outage' or 'loss burst', analysis.outages.kind)."""
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for a in runs:
+        for name, entries in _streams(a):
+            for e in entries:
+                groups.setdefault((outages.kind(e.get("loss")), a.transport, name), []).append(e)
+    return groups
+
+
+def _outage_row(transport: str, name: str, entries: list[dict]) -> list:
+    rec = [e["recovery_ms"] for e in entries if e["recovery_ms"] is not None]
+    return [transport, name, len(entries), median_of(rec) if rec else None, max(rec) if rec else None,
+            median_of([e["lost"] for e in entries]), median_of([e["late"] for e in entries]),
+            sum(1 for e in entries if e["recovery_ms"] is None)]
+
+
+def _burst_row(transport: str, name: str, entries: list[dict]) -> list:
+    sent = sum(e.get("sent", 0) for e in entries)
+    lost = sum(e["lost"] for e in entries)
+    return [transport, name, len(entries), sent, lost, lost / sent if sent else None]
+
+
 def outages_section(runs: list[RunAnalysis]) -> Section | None:
     """Runs with link outages or loss bursts (``faults:``): per transport and stream, how long
     after the link came back the first message arrived and what was lost (the Pound paper's
@@ -252,10 +276,7 @@ def outages_section(runs: list[RunAnalysis]) -> Section | None:
     runs = [a for a in runs if a.meta.get("faults")]
     if not runs:
         return None
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for a in runs:
-        for name, entries in _streams(a):
-            groups.setdefault((a.transport, name), []).extend(entries)
+    groups = _fault_groups(runs)
     windows = runs[0].meta["faults"]
     bursts = [w for w in windows if w.get("loss") is not None]
     section = Section("Link outages: recovery" if not bursts else
@@ -273,15 +294,9 @@ def outages_section(runs: list[RunAnalysis]) -> Section | None:
                   "repetitions; it includes the transport's back-off, e.g. TCP's retransmission timer); lost = "
                   "sent during an outage and never delivered; late = sent during it and delivered after it "
                   "(queued and retransmitted).")
-        rows = []
-        for (transport, name), entries in groups.items():
-            entries = [e for e in entries if e.get("loss") is None]
-            rec = [e["recovery_ms"] for e in entries if e["recovery_ms"] is not None]
-            rows.append([transport, name, len(entries), median_of(rec) if rec else None, max(rec) if rec else None,
-                         median_of([e["lost"] for e in entries]), median_of([e["late"] for e in entries]),
-                         sum(1 for e in entries if e["recovery_ms"] is None)])
         section.table(["transport", "stream", "outages", "recovery median [ms]", "recovery max [ms]",
-                       "lost (median)", "late (median)", "never recovered"], rows, digits=1)
+                       "lost (median)", "late (median)", "never recovered"],
+                      [_outage_row(t, n, e) for (kind, t, n), e in groups.items() if kind == "outage"], digits=1)
     if bursts:
         section.p("In a loss burst the link's emulator lost each packet the hosts sent with the given probability "
                   "(on Wi-Fi each frame on the air, which the MAC retries up to its retry limit, so a message is "
@@ -290,13 +305,8 @@ def outages_section(runs: list[RunAnalysis]) -> Section | None:
                   "each lost datagram; TCP loses nothing on the network but its retransmission back-off "
                   "delays messages by up to seconds and delivers them in bunches, which ROS's publisher and "
                   "subscriber queues then partly drop (the flow tables' queue drops).")
-        rows = []
-        for (transport, name), entries in groups.items():
-            entries = [e for e in entries if e.get("loss") is not None]
-            sent = sum(e.get("sent", 0) for e in entries)
-            lost = sum(e["lost"] for e in entries)
-            rows.append([transport, name, len(entries), sent, lost, lost / sent if sent else None])
-        section.table(["transport", "stream", "bursts", "sent during bursts", "lost", "lost share"], rows, digits=3)
+        section.table(["transport", "stream", "bursts", "sent during bursts", "lost", "lost share"],
+                      [_burst_row(t, n, e) for (kind, t, n), e in groups.items() if kind == "loss burst"], digits=3)
     return section
 
 
