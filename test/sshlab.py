@@ -19,7 +19,6 @@ from pathlib import Path
 import yaml
 
 from netloop import paths
-from netloop.experiment import link_capacity_mbit
 from netloop.testbed import Testbed, load_profile
 
 SSHD = "/usr/sbin/sshd"
@@ -95,7 +94,7 @@ class SshLab:
                                **(ssh or {})},
                        "run_root": str(self.tmp / "robot_runs"), **(robot or {})}
         doc = {"description": f"test lab over {self.testbed.name}",
-               "link_mbit": link_capacity_mbit(self.testbed.profile), **top,
+               "link_mbit": self.testbed.link_mbit, **top,
                "hosts": {"robot": robot_entry,
                          "operator": {"address": self.testbed.address("operator"), "local": True}}}
         path = self.tmp / f"{name}.yaml"

@@ -14,8 +14,8 @@ from netloop.transports import multimaster, nimbro, priority
 from netloop.transports.base import CrossingTopic, TransportContext
 from netloop.transports.relay_common import default_priorities, host_ports
 
-TOPICS = [CrossingTopic("/y", "netloop/LoopSample", "robot", "operator", 52, 0.02),
-          CrossingTopic("/u", "netloop/LoopSample", "operator", "robot", 52, 0.02),
+TOPICS = [CrossingTopic("/y", "netloop/LoopSample", "robot", "operator", 52, 0.02, control=True),
+          CrossingTopic("/u", "netloop/LoopSample", "operator", "robot", 52, 0.02, control=True),
           CrossingTopic("/flows/laser", "netloop/LoopSample", "robot", "operator", 1024, 0.02),
           CrossingTopic("/flows/image", "sensor_msgs/CompressedImage", "robot", "operator", 65536, 0.15)]
 ADDRESS = {"robot": "10.77.0.1", "operator": "10.77.0.2"}

@@ -43,8 +43,8 @@ CONTROL = REPO / "controllers" / "config" / "sunfounder_car_control.yaml"
 SIM_LAUNCH = REPO / "launch" / "sim.launch"
 PERSPECTIVE = REPO / "config" / "netloop.perspective"
 
-TOPICS = [CrossingTopic("/y", "netloop/LoopSample", "robot", "operator", 52, 0.02),
-          CrossingTopic("/u", "netloop/LoopSample", "operator", "robot", 52, 0.02),
+TOPICS = [CrossingTopic("/y", "netloop/LoopSample", "robot", "operator", 52, 0.02, control=True),
+          CrossingTopic("/u", "netloop/LoopSample", "operator", "robot", 52, 0.02, control=True),
           CrossingTopic("/flows/image", "sensor_msgs/CompressedImage", "robot", "operator", 65536, 0.15)]
 ADDRESS = {"robot": "10.77.0.1", "operator": "10.77.0.2"}
 TYPES = {"netloop/LoopSample": {"type": "netloop/LoopSample", "md5": "a" * 32, "definition": "uint32 seq\n"},

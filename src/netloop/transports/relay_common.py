@@ -17,8 +17,6 @@ from ..jsonio import write_json_atomic
 from ..schema import validate
 from .base import CrossingTopic, Transport, TransportContext
 
-#: Topics of the RLC loop: the most urgent traffic of every run.
-LOOP_TOPICS = ("/y", "/u")
 #: Topic where every relay reports its statistics (netloop/RelayStats; the same report is
 #: one line of records/relay_<process>_stats.jsonl).
 STATS_TOPIC = "/netloop_relay/stats"
@@ -117,12 +115,10 @@ def _free(address: str, port: int) -> bool:
 
 
 def default_priorities(topics: list[CrossingTopic]) -> dict[str, int]:
-    """Pound's default order: the loop's topics first (250), then the others by message size,
-    smallest first (200, 190, ...; at least 1). Higher = more urgent."""
-    def is_loop(t: CrossingTopic) -> bool:
-        return t.control or t.topic in LOOP_TOPICS
-    out = {t.topic: 250 for t in topics if is_loop(t)}
-    others = sorted({t.topic: t for t in topics if not is_loop(t)}.values(),
+    """Pound's default order: the control loops' topics first (250; ``CrossingTopic.control``),
+    then the others by message size, smallest first (200, 190, ...; at least 1). Higher = more urgent."""
+    out = {t.topic: 250 for t in topics if t.control}
+    others = sorted({t.topic: t for t in topics if not t.control}.values(),
                     key=lambda t: (t.message_bytes, t.topic))
     for rank, t in enumerate(others):
         out[t.topic] = max(1, 200 - 10 * rank)
