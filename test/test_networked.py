@@ -3,6 +3,8 @@ emulated link (root only). Checks placement, that a delay-dominated loop degrade
 measured delays say it should, and perturbing flows over the ns-3 802.11a link."""
 from __future__ import annotations
 
+import csv
+import math
 import os
 
 import numpy as np
@@ -72,6 +74,7 @@ def test_flows_over_ns3_wifi(tmp_path):
         run_dir = runs[f"{transport}-r0"]
         meta = read_metadata(run_dir)
         assert meta["link"]["type"] == "ns3_wifi" and meta["link_health"]["max_lag_ms"] is not None
+        _assert_messages_within_the_judged_window(run_dir, meta)
         results[transport] = {f.name: analyse_flow(run_dir, f) for f in recorded_flows(run_dir)}
     for transport, r in results.items():
         laser, image = r["laser"], r["image"]
@@ -80,3 +83,24 @@ def test_flows_over_ns3_wifi(tmp_path):
         assert 80 < image["delay"]["p50_ms"] < 400, (transport, image["delay"])
         assert laser["delay"]["p50_ms"] > 0.5
         assert image["bandwidth_mbit"] == pytest.approx(65536 * 8 / 0.15 / 1e6, rel=0.2)
+
+
+def _assert_messages_within_the_judged_window(run_dir, meta):
+    """The link's health is judged from the start of the nodes to the moment the senders have
+    stopped and what was in flight has arrived: every message recorded lies in that window, so
+    a stall outside it (listed in the health record with its phase) cannot touch a record."""
+    phases = meta["phases"]
+    order = ["nodes_started", "connected", "ended", "senders_stopped", "nodes_stopped"]
+    assert list(phases) == order and all(0 <= phases[a] <= phases[b] for a, b in zip(order, order[1:])), phases
+    first, last = math.inf, -math.inf
+    for path in (run_dir / "records").glob("*.csv"):
+        with open(path) as f:
+            for row in csv.DictReader(f):
+                first = min(first, int(row["stamp_ns"]) / 1e9)
+                if int(row["recv_ns"]) > 0:
+                    last = max(last, int(row["recv_ns"]) / 1e9)
+    start = meta["start_unix"]
+    assert start + phases["nodes_started"] <= first and last <= start + phases["senders_stopped"], (
+        first - start, last - start, phases)
+    for stall in meta["link_health"]["stalls"]:
+        assert stall["phase"] in ["setup"] + order and stall["at_s"] == pytest.approx(stall["began"] - start, abs=1e-3)

@@ -11,10 +11,12 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 from netloop.schema import ConfigError
 from netloop.testbed import Testbed, TestbedError, load_profile
@@ -116,6 +118,38 @@ def test_wifi6_goodput_rtt_and_lag_report(tmp_path):
         assert (tmp_path / "testbed_ns3_stats.jsonl").exists()
     _assert_gone(tb)
     assert tb.metadata()["link"]["exit_code"] == 0  # stopped cleanly by SIGTERM
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("profile,params", [("wifi6", {}), ("shaped", {"delay_ms": 20})], ids=["wifi6", "shaped"])
+def test_a_stopped_emulator_reports_the_stall_and_when_it_began(profile, params, tmp_path):
+    """The emulator itself stopped (SIGSTOP) for 60 ms is a real stall: the stats list it with
+    the time it began and how far behind it fell; a window that ends before it does not count
+    it, one that covers it does. (The shaper measures lateness on frames it releases: with 20
+    ms of delay and an echo every 2 ms some are always due.)"""
+    with Testbed(load_profile(profile, params), log_dir=tmp_path) as tb:
+        pid = tb._link.proc.pid
+        bench.rtt(tb, count=20, interval=0.02)            # past ns-3's warm-up, frames flowing
+        echoes = threading.Thread(target=bench.rtt, args=(tb,), kwargs={"count": 1500, "interval": 0.002})
+        echoes.start()   # frames in flight all along (the shaper's samples are frame releases)
+        try:
+            time.sleep(1.0)
+            stopped = time.time()
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.06)
+            os.kill(pid, signal.SIGCONT)
+            wait_until(lambda: tb.health()["stalls"], 10, "the stall in the stats")
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            echoes.join()
+        stalls = [st for st in tb.health()["stalls"] if st["max_ms"] > 40]
+        assert len(stalls) == 1, tb.health()["stalls"]
+        st = stalls[0]
+        assert st["max_ms"] < 1000 and st["late_samples"] >= 1
+        assert abs(st["began"] - stopped) < 0.05, (st, stopped)
+        assert tb.health(since=stopped - 1.0, until=stopped - 0.2)["stalls"][0]["counted"] is False
+        assert tb.health(since=stopped - 1.0, until=stopped + 0.2)["late_samples"] >= st["late_samples"]
+    _assert_gone(tb)
 
 
 @pytest.mark.timeout(60)

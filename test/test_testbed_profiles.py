@@ -146,3 +146,38 @@ def test_health_from_stats_lines(tmp_path):
     link.profile = dict(link.profile, lag_late_fraction=0.001)
     h = link.health()  # 100 of 30000 samples late > 0.1 %
     assert not h["valid"] and h["max_lag_ms"] == 40.0 and "0.333%" in h["reason"]
+
+
+def test_health_window_counts_the_stalls_inside_it(tmp_path):
+    """A stall (consecutive late samples, with the time it began) counts only when it overlaps
+    the window asked about; one outside is listed, not counted; one still under way (late
+    samples not yet listed as a stall) always counts."""
+    link = ShapedLink(load_profile("shaped"))
+    link.stats = StatsFile(tmp_path / "s.jsonl")
+    t = time.time() - 10
+
+    def line(wall, probes, late, stalls):
+        return json.dumps({"type": "stats", "wall": wall, "lag_max_ms": 30.0, "lag_mean_ms": 0.1,
+                           "lag_max_total_ms": 30.0, "lag_mean_total_ms": 0.1, "probes": probes,
+                           "late_probes": late, "cpu_s": 0.1, "stalls": stalls}) + "\n"
+
+    # 1000 samples a second; a 30 ms stall (25 late samples) beginning at t + 2.5
+    (tmp_path / "s.jsonl").write_text(line(t + 1, 1000, 0, []) + line(t + 2, 2000, 0, [])
+                                      + line(t + 3, 3000, 25, [[t + 2.5, 30.0, 25]]))
+    whole = link.health()
+    assert not whole["valid"] and whole["late_samples"] == 25 and "1 stall(s)" in whole["reason"]
+    assert whole["stalls"] == [{"began": t + 2.5, "max_ms": 30.0, "late_samples": 25, "counted": True}]
+    before = link.health(since=t, until=t + 2.4)   # the run's messages were all delivered by t + 2.4
+    assert before["valid"], before
+    assert before["late_samples"] == 0 and before["stalls"][0]["counted"] is False
+    assert before["samples"] == 3000               # the three intervals that overlap the window
+    during = link.health(since=t + 2.0, until=t + 2.51)
+    assert not during["valid"] and during["late_samples"] == 25
+    after = link.health(since=t + 2.52, until=t + 3)  # began before, still late then: overlaps
+    assert not after["valid"]
+    assert link.health(since=t + 2.54, until=t + 3)["valid"]   # over by then
+    # a stall under way: its samples are in the counter but in no list yet
+    with open(tmp_path / "s.jsonl", "a") as f:
+        f.write(line(t + 4, 4000, 40, []))
+    h = link.health(since=t, until=t + 2.4)
+    assert not h["valid"] and h["late_samples"] == 15

@@ -303,7 +303,7 @@ class RealHosts:
         words += ["--", *[self.translate(host, a) for a in argv]]
         return ssh_argv(machine) + [shlex.join(words)], dict(os.environ), True
 
-    def health(self, since: float | None = None) -> dict:
+    def health(self, since: float | None = None, until: float | None = None) -> dict:
         return {"valid": True, "reason": "real network: nothing emulated", "max_lag_ms": None,
                 "lag_bound_ms": None}
 

@@ -199,6 +199,37 @@ def hosts_for(exp: Experiment, link: dict, run_dir: Path, log: Callable[[str], N
     return Testbed(link, log_dir=run_dir / "logs")
 
 
+class RunPhases:
+    """When a run reached each of its phases (time.time()), so that what happened at a moment
+    (an emulator stall, say) can be placed in the run: ``nodes_started`` (flows and loop
+    launched), ``connected`` (every subscriber connected), ``ended`` (the loop or the flows
+    ended), ``senders_stopped`` (the flow sources stopped, messages in flight delivered),
+    ``nodes_stopped``."""
+
+    def __init__(self, start_unix: float):
+        self.start = start_unix
+        self.times: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        self.times[name] = time.time()
+
+    def __getitem__(self, name: str) -> float:
+        return self.times[name]
+
+    def at(self, t: float) -> str:
+        """The phase under way at time ``t`` ('setup' before the first)."""
+        return max(((v, k) for k, v in self.times.items() if v <= t), default=(0.0, "setup"))[1]
+
+    def label(self, stalls: list[dict]) -> None:
+        """Add to each stall of a health record when it began in the run (s) and in which phase."""
+        for st in stalls:
+            st["at_s"] = round(st["began"] - self.start, 3)
+            st["phase"] = self.at(st["began"])
+
+    def relative(self) -> dict[str, float]:
+        return {k: round(v - self.start, 3) for k, v in self.times.items()}
+
+
 def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -> dict:
     """One run (the loop and/or the flows) of one cell; returns the run's metadata. Failures
     are recorded in the run directory, not raised."""
@@ -213,6 +244,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
     status, error = "failed", None
     exit_codes: dict[str, Any] = {}
     steal_before = cpu_steal_seconds()
+    phases = RunPhases(meta.data["start_unix"])
     try:
         with ExitStack() as stack:
             testbed = hosts_for(exp, link, run_dir, log)
@@ -236,6 +268,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             meta.update(transport=transport.metadata())  # what actually ran (implementation, stats files)
 
             nodes_started = time.monotonic()
+            phases.mark("nodes_started")
             finite, connections = _start_flows(hosts, exp, transport, run_dir)
             loop = kind.start(LoopStart(hosts, exp, transport, run_dir))
             # the processes whose end ends the run (the plant(s), the teleop trial)
@@ -258,6 +291,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
                 raise RunFailed(f"not every subscriber connected within connect_timeout = {exp.connect_timeout:g} s: "
                                 f"{len(missing)} of {len(connections)} "
                                 f"still missing: {', '.join(missing)}")
+            phases.mark("connected")
             faults = FaultSchedule(exp.faults, testbed, log)
             stack.callback(lambda: meta.update(faults=faults.metadata()) if faults.records else None)
             stack.callback(faults.end_all)
@@ -282,20 +316,30 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             for ending in endings:
                 if ending.poll() != 0:
                     raise RunFailed(f"{_ended(ending, ending.poll())}:\n{log_tail(ending.log_path)}")
+            phases.mark("ended")
             _check_alive(finite)
             # Stop what sends first, then let messages in flight reach their sinks, so the end
             # of a run is not counted as loss.
             for proc in group.processes:
                 if proc.name.startswith("flow_") and proc.name.endswith(("_source", "_play")):
                     exit_codes[proc.name] = group.stop(proc, grace=5.0)  # it drains ~1 s, then exits
+            phases.mark("senders_stopped")
             exit_codes.update(group.stop_all())
+            phases.mark("nodes_stopped")
             meta.update(cpu=group.cpu_by_host(time.monotonic() - nodes_started))
-            health = testbed.health()
+            # judged over the time messages were under way: a stall while the processes exit
+            # after the last message arrived is listed in the health record, not counted
+            health = testbed.health(since=phases["nodes_started"], until=phases["senders_stopped"])
+            phases.label(health.get("stalls", []))
             steal = _steal_since(steal_before)
             meta.update(link_health=health, cpu_steal_s=steal)
             status = "complete" if health.get("valid", True) else "invalid"
             if status == "invalid":
                 error = f"link emulation invalid: {health.get('reason')}"
+                counted = [st for st in health.get("stalls", []) if st["counted"]]
+                if counted:
+                    error += "; stalls: " + ", ".join(f"{st['max_ms']:.0f} ms at {st['at_s']:.1f} s ({st['phase']})"
+                                                      for st in counted)
                 if steal:
                     error += (f"; the hypervisor took {steal:.2f} s of CPU time from this machine during "
                               f"the run (steal in /proc/stat)")
@@ -309,6 +353,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
         if problems:   # never silently incomplete: a machine's records did not come home
             status = "failed" if status in ("complete", "invalid") else status
             error = "; ".join(([error] if error else []) + problems)
+        meta.update(phases=phases.relative())
         meta.finish(status, error=error, exit_codes=exit_codes)
     return meta.data
 

@@ -22,6 +22,9 @@
 // clock; every `--stats-interval` seconds one JSON line is appended to `--stats`:
 //   {"type":"stats","wall":<epoch s>,"sim_s":..,"lag_max_ms":<interval max>,"lag_mean_ms":..,
 //    "lag_max_total_ms":..,"lag_mean_total_ms":..,"probes":..,"late_probes":..,"cpu_s":..,
+//    "stalls":[[<epoch s it began>,<max lag ms>,<late probes>],..] (stalls over since the last
+//    line: runs of consecutive probes later than --lag-bound), "minor_faults":..,
+//    "major_faults":..,"involuntary_switches":.. (getrusage, the whole process),
 //    "nodes":[{"mac_tx":..,"mac_rx":..,"queue_drop":..,"retries":..,"final_fail":..,
 //              "phy_tx_drop":..,"phy_rx_drop":..,"data_mpdu_tx":..},...]}
 // "nodes" follows --taps, then the access point (ap mode). data_mpdu_tx counts the data
@@ -160,8 +163,20 @@ struct LagStats
     uint64_t late = 0;
 };
 
+/// A stall: consecutive probes later than the bound. Reported once it is over (or at the end),
+/// so a run can tell when the emulator fell behind, for how long and how far.
+struct Stall
+{
+    double startWall = 0; // epoch s when the simulator fell behind (first late probe - its lag)
+    double maxMs = 0;
+    uint64_t probes = 0;
+};
+
 std::vector<NodeCounters> g_nodes;
 LagStats g_lag;
+bool g_inStall = false;
+Stall g_stall;                   // the one under way, when g_inStall
+std::vector<Stall> g_stallsDone; // ended since the last stats line
 // loss bursts: probability per transmitting node (by its MAC address), and for every frame
 std::map<Mac48Address, uint32_t> g_nodeOfMac;
 std::vector<double> g_burstLoss;
@@ -408,7 +423,23 @@ WriteLine(const char* type)
        << ",\"lag_mean_ms\":" << imean << ",\"lag_max_total_ms\":" << g_lag.totalMax
        << ",\"lag_mean_total_ms\":" << tmean << ",\"probes\":" << g_lag.totalCount
        << ",\"late_probes\":" << g_lag.late << ",\"lag_bound_ms\":" << g_lagBoundMs
-       << ",\"cpu_s\":" << CpuSeconds() << ",\"nodes\":[";
+       << ",\"cpu_s\":" << CpuSeconds();
+    if (std::string(type) == "final" && g_inStall)
+    {
+        g_stallsDone.push_back(g_stall);
+        g_inStall = false;
+    }
+    os << ",\"stalls\":[";
+    for (size_t i = 0; i < g_stallsDone.size(); ++i)
+    {
+        const Stall& st = g_stallsDone[i];
+        os << (i ? "," : "") << "[" << st.startWall << "," << st.maxMs << "," << st.probes << "]";
+    }
+    g_stallsDone.clear();
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    os << "],\"minor_faults\":" << ru.ru_minflt << ",\"major_faults\":" << ru.ru_majflt
+       << ",\"involuntary_switches\":" << ru.ru_nivcsw << ",\"nodes\":[";
     for (size_t i = 0; i < g_nodes.size(); ++i)
     {
         const NodeCounters& c = g_nodes[i];
@@ -533,6 +564,18 @@ LagProbe()
         if (lagMs > g_lagBoundMs)
         {
             g_lag.late++;
+            if (!g_inStall)
+            {
+                g_inStall = true;
+                g_stall = Stall{WallNow() - lagMs / 1e3, 0.0, 0};
+            }
+            g_stall.maxMs = std::max(g_stall.maxMs, lagMs);
+            g_stall.probes++;
+        }
+        else if (g_inStall)
+        {
+            g_stallsDone.push_back(g_stall);
+            g_inStall = false;
         }
         SampleQueues();
     }

@@ -108,7 +108,7 @@ class Link:
     def metadata(self) -> dict:
         return {}
 
-    def health(self, since: float | None = None) -> dict:
+    def health(self, since: float | None = None, until: float | None = None) -> dict:
         return {"valid": True, "reason": "ok"}
 
     def shape(self, host: str) -> None:
@@ -328,36 +328,57 @@ class TapLink(Link):
             if self.stats:
                 self.stats.poll()
 
-    def health(self, since: float | None = None) -> dict:
+    def health(self, since: float | None = None, until: float | None = None) -> dict:
+        """The emulator's real-time health over [since, until] (time.time() values; None:
+        from its start, to now). Samples are counted per stats interval that overlaps the
+        window; late samples are those of the stalls (runs of consecutive late samples, with
+        the time each began) that overlap it, so a stall after ``until`` (say, while the
+        run's processes exit after the last message was delivered) is listed but not
+        counted."""
         p = self.profile
         bound, allowed = p["lag_bound_ms"], p["lag_late_fraction"]
         out = {"valid": True, "reason": "ok", "lag_bound_ms": bound, "max_lag_ms": None,
                "mean_lag_ms": None, "late_fraction": None, "late_fraction_allowed": allowed,
-               "samples": 0, "late_samples": 0}
+               "samples": 0, "late_samples": 0, "stalls": []}
         lines = self.stats.stats() if self.stats is not None else []
-        if lines:
-            last = lines[-1]
-            if since is None:
-                base = None
-                out["max_lag_ms"] = last["lag_max_total_ms"]
-                out["mean_lag_ms"] = last["lag_mean_total_ms"]
+        interval = float(p.get("stats_interval_s") or 1.0)
+        start, end = (since if since is not None else -math.inf), (until if until is not None else math.inf)
+        # a line at wall time W covers (W - interval, W]; its counts are differences to the line before
+        window = [(prev, l) for prev, l in zip([None] + lines[:-1], lines)
+                  if l["wall"] > start and l["wall"] - interval < end]
+        if window:
+            if since is None and until is None:
+                out["max_lag_ms"] = lines[-1]["lag_max_total_ms"]
+                out["mean_lag_ms"] = lines[-1]["lag_mean_total_ms"]
             else:
-                before = [l for l in lines if l["wall"] < since]
-                base = before[-1] if before else None
-                window = [l for l in lines if l["wall"] >= since]
-                if window:
-                    out["max_lag_ms"] = max(l["lag_max_ms"] for l in window)
-                    out["mean_lag_ms"] = sum(l["lag_mean_ms"] for l in window) / len(window)
-            out["samples"] = last["probes"] - (base["probes"] if base else 0)
-            out["late_samples"] = last["late_probes"] - (base["late_probes"] if base else 0)
+                out["max_lag_ms"] = max(l["lag_max_ms"] for _, l in window)
+                out["mean_lag_ms"] = sum(l["lag_mean_ms"] for _, l in window) / len(window)
+            first_base = window[0][0]
+            out["samples"] = window[-1][1]["probes"] - (first_base["probes"] if first_base else 0)
+            if all("stalls" in l for l in lines):
+                for l in lines:
+                    for began, max_ms, probes in l["stalls"]:
+                        counted = began < end and began + max_ms / 1e3 > start
+                        out["stalls"].append({"began": began, "max_ms": max_ms, "late_samples": probes,
+                                              "counted": counted})
+                # a stall still under way is in the counters but not yet listed: counted
+                unlisted = lines[-1]["late_probes"] - sum(st["late_samples"] for st in out["stalls"])
+                out["late_samples"] = (sum(st["late_samples"] for st in out["stalls"] if st["counted"])
+                                       + max(0, unlisted))
+            else:   # an emulator without the stall list: late samples of the overlapping intervals
+                out["late_samples"] = window[-1][1]["late_probes"] - (first_base["late_probes"] if first_base else 0)
             if out["samples"]:
                 out["late_fraction"] = out["late_samples"] / out["samples"]
         late = out["late_fraction"] or 0.0
         if (allowed == 0 and out["late_samples"] > 0) or late > allowed:
+            counted = [st for st in out["stalls"] if st["counted"]]
+            worst = max((st["max_ms"] for st in counted), default=out["max_lag_ms"] or 0.0)
             out["valid"] = False
             out["reason"] = (f"{self.what} was more than {bound:g} ms behind real time in "
                              f"{late:.3%} of samples (allowed {allowed:.3%}; max "
-                             f"{out['max_lag_ms']:.1f} ms): link timing not trustworthy")
+                             f"{worst:.1f} ms"
+                             + (f", {len(counted)} stall(s)" if counted else "")
+                             + "): link timing not trustworthy")
         if self.proc is not None and not self.stopping and self.proc.poll() is not None:
             out["valid"] = False
             out["reason"] = (f"{self.what} exited unexpectedly (code {self.proc.returncode}); "

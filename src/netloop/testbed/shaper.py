@@ -156,7 +156,9 @@ class _Stop(Exception):
 
 
 class Lag:
-    """Real-time lateness of frame releases (ms), per interval and in total."""
+    """Real-time lateness of frame releases (ms), per interval and in total, and the stalls:
+    runs of consecutive releases later than the bound, as ``[epoch s it began, max ms,
+    late releases]`` (the ns-3 program's ``stalls``)."""
 
     def __init__(self, bound_ms: float):
         self.bound = bound_ms
@@ -164,6 +166,8 @@ class Lag:
         self.icount = 0
         self.tmax = self.tsum = 0.0
         self.tcount = self.late = 0
+        self.stall: list | None = None   # the one under way
+        self.stalls: list[list] = []     # ended since the last line
 
     def add(self, seconds: float) -> None:
         ms = seconds * 1e3
@@ -175,14 +179,26 @@ class Lag:
         self.tcount += 1
         if ms > self.bound:
             self.late += 1
+            if self.stall is None:
+                self.stall = [time.time() - seconds, 0.0, 0]
+            self.stall[1] = max(self.stall[1], ms)
+            self.stall[2] += 1
+        elif self.stall is not None:
+            self.stalls.append(self.stall)
+            self.stall = None
 
-    def fields(self) -> dict:
+    def fields(self, final: bool = False) -> dict:
+        if final and self.stall is not None:
+            self.stalls.append(self.stall)
+            self.stall = None
         out = {"lag_max_ms": self.imax, "lag_mean_ms": self.isum / self.icount if self.icount else 0.0,
                "lag_max_total_ms": self.tmax,
                "lag_mean_total_ms": self.tsum / self.tcount if self.tcount else 0.0,
-               "probes": self.tcount, "late_probes": self.late, "lag_bound_ms": self.bound}
+               "probes": self.tcount, "late_probes": self.late, "lag_bound_ms": self.bound,
+               "stalls": self.stalls}
         self.imax = self.isum = 0.0
         self.icount = 0
+        self.stalls = []
         return out
 
 
@@ -224,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def stats_line(kind: str) -> None:
         t = os.times()
-        write(kind, {**lag.fields(), "cpu_s": t.user + t.system,
+        write(kind, {**lag.fields(final=kind == "final"), "cpu_s": t.user + t.system,
                      "directions": {d.name: dict(d.c) for d in dirs.values()}})
 
     write("ready", {"taps": args.tap})

@@ -222,15 +222,17 @@ class Testbed:
         if errors:
             log.error("testbed %s teardown problems: %s", self.id, "; ".join(errors))
 
-    def health(self, since: float | None = None) -> dict:
-        """{'valid', 'reason', 'max_lag_ms', 'mean_lag_ms', 'lag_bound_ms', 'late_fraction', ...}.
+    def health(self, since: float | None = None, until: float | None = None) -> dict:
+        """{'valid', 'reason', 'max_lag_ms', 'mean_lag_ms', 'lag_bound_ms', 'late_fraction',
+        'stalls', ...}.
 
         ``valid`` is False when the emulator (ns-3 or the shaper) was more than the profile's
         ``lag_bound_ms`` behind real time in more than ``lag_late_fraction`` of its samples
-        (0 = in any sample), or died. Links without an emulator are always valid. ``since`` (a
-        time.time() value) limits the statistics to stats intervals ending after it, e.g. the
-        start of one trial."""
-        out = self._link.health(since)
+        (0 = in any sample), or died. Links without an emulator are always valid. ``since``
+        and ``until`` (time.time() values) limit the judgement to a window, e.g. one trial or
+        the time a run's messages were under way: ``stalls`` lists every stall (when it began,
+        how far behind, how many samples) and whether it was in the window (``counted``)."""
+        out = self._link.health(since, until)
         out.setdefault("max_lag_ms", None)
         out.setdefault("lag_bound_ms", self.profile.get("lag_bound_ms"))
         return out
