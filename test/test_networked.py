@@ -3,7 +3,6 @@ emulated link (root only). Checks placement, that a delay-dominated loop degrade
 measured delays say it should, and perturbing flows over the ns-3 802.11a link."""
 from __future__ import annotations
 
-import csv
 import math
 import os
 
@@ -94,11 +93,11 @@ def _assert_messages_within_the_judged_window(run_dir, meta):
     assert list(phases) == order and all(0 <= phases[a] <= phases[b] for a, b in zip(order, order[1:])), phases
     first, last = math.inf, -math.inf
     for path in (run_dir / "records").glob("*.csv"):
-        with open(path) as f:
-            for row in csv.DictReader(f):
-                first = min(first, int(row["stamp_ns"]) / 1e9)
-                if int(row["recv_ns"]) > 0:
-                    last = max(last, int(row["recv_ns"]) / 1e9)
+        events = read_events(path)
+        first = min(first, events.stamp_ns.min() / 1e9)
+        received = events.recv_ns[events.recv_ns > 0]
+        if received.size:
+            last = max(last, received.max() / 1e9)
     start = meta["start_unix"]
     assert start + phases["nodes_started"] <= first and last <= start + phases["senders_stopped"], (
         first - start, last - start, phases)
