@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import write_json_atomic
-from ..rundir import RunDir
+from ..rundir import RunDir, invalid_attempts
 from ..testbed.profiles import link_capacity_mbit
 from . import clocks, degradation, flow_sections, outages, prediction
 from .flow_run import analyse_flow_receivers, recorded_flows
@@ -176,7 +176,8 @@ def write_report(path: Path) -> Path:
 
     doc = Document(f"netloop report: {path.name}", base=path)
     meta = next((a.meta for a in analyses if a.meta), {})
-    doc.add(opening(meta, campaign_exp or meta.get("experiment") or {}, analyses, absent))
+    reruns = {d.name: n for d in run_dirs if (n := len(invalid_attempts(path, d.name)))}
+    doc.add(opening(meta, campaign_exp or meta.get("experiment") or {}, analyses, absent, reruns))
     summary = [s for kind in kinds for s in kind.summary(by_kind[kind.name], ctx)]
     if broken or absent:
         summary.append(f"{len(broken) + len(absent)} run(s) have problems (see Problems)"
@@ -376,8 +377,10 @@ def _capacity(meta: dict[str, Any]) -> float | None:
         return None
 
 
-def opening(meta: dict[str, Any], exp: dict[str, Any], analyses: list[RunAnalysis], absent: list[dict]) -> Section:
-    """What was run: experiment, link, sweep, repetitions, revision and host, run count."""
+def opening(meta: dict[str, Any], exp: dict[str, Any], analyses: list[RunAnalysis], absent: list[dict],
+            reruns: dict[str, int] | None = None) -> Section:
+    """What was run: experiment, link, sweep, repetitions, revision and host, run count, and
+    ``reruns`` (run id -> attempts judged invalid and run again)."""
     section = Section()
     if not meta:
         return section
@@ -395,7 +398,15 @@ def opening(meta: dict[str, Any], exp: dict[str, Any], analyses: list[RunAnalysi
         f"git {(git.get('commit') or '?')[:10]}{' (dirty)' if git.get('dirty') else ''}; "
         f"host {host.get('cpu', '?')} ×{host.get('cores', '?')}",
         f"runs: {len(analyses)} ({sum(1 for a in analyses if not a.problems)} without problems)"
-        + (f"; {len(absent)} listed in campaign.json but missing" if absent else "")])
+        + (f"; {len(absent)} listed in campaign.json but missing" if absent else ""),
+        *([rerun_line(reruns)] if reruns else [])])
+
+
+def rerun_line(reruns: dict[str, int]) -> str:
+    """Which runs were run again because an earlier attempt was judged invalid (kept in invalid/)."""
+    return (f"attempts judged invalid (the link fell behind real time) and run again: {sum(reruns.values())} "
+            "(kept in `invalid/`, out of the tables): "
+            + ", ".join(f"`{run_id}` ×{n}" for run_id, n in sorted(reruns.items())))
 
 
 def closing(loop_runs: list[RunAnalysis], excluded: list[RunAnalysis], broken: list[RunAnalysis],

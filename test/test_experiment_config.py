@@ -41,6 +41,7 @@ def test_one_word_transport_and_expansion():
     ({"loop": {"plant": {"C": ".nan"}}}, "loop.plant.C", ["expected a number"]),
     ({"loop": {"samples": "many"}}, "loop.samples", ["expected an integer"]),
     ({"repetitions": 0}, "repetitions", [">= 1"]),
+    ({"rerun_invalid": 11}, "rerun_invalid", ["out of range", "<= 10"]),
     ({"link": "wify"}, "link", ["unknown link profile 'wify'", "loopback"]),
     ({"loop": {"placement": {"plant": "moon"}}}, "loop.placement.plant", ["unknown host 'moon' for link 'loopback'", "robot, operator"]),
     ({"loop": {"placement": {"plant": "relay"}}}, "loop.placement.plant", ["unknown host 'relay'", "allowed: robot, operator"]),

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,68 @@ def test_subscribers_that_do_not_connect_in_time_fail_the_run_naming_them(tmp_pa
     assert "within connect_timeout = 0.001 s: 2 of 2 still missing: /u (/controller -> /plant), " \
            "/y (/plant -> /controller)" in meta["error"], meta["error"]
     assert not processes_mentioning(str(runs["tcp_nodelay-r0"]))
+
+
+def _child_running(parent: int, text: str) -> int | None:
+    """The PID of a child of ``parent`` whose command line contains ``text`` (one we started)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == parent and text.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return int(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+@pytest.mark.timeout(240)
+def test_a_run_judged_invalid_is_kept_and_run_again(tmp_path):
+    """The link emulator (the shaper) is stopped for 300 ms in the middle of the first attempt:
+    that attempt is judged invalid, moved to invalid/ with its verdict and records, and the cell
+    runs again; campaign.json, the printed summary and the report count the invalid attempt,
+    and the tables hold the second attempt only."""
+    from link_health import assert_finished   # noqa: PLC0415
+    if os.geteuid() != 0:
+        pytest.skip("the shaped link needs root (network namespaces)")
+    exp = tmp_path / "rerun.yaml"
+    exp.write_text(yaml.safe_dump({"name": "rerun", "link": "shaped", "link_params": {"delay_ms": 10},
+                                   "transport": "tcp_nodelay", "loop": {"samples": 300}, "rerun_invalid": 1}))
+    results = tmp_path / "results"
+    env = dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
+    proc = subprocess.Popen([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run", str(exp),
+                             "--results", str(results)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        def looping():
+            plant = list(results.glob("rerun-*/runs/tcp_nodelay-r0/records/plant.csv"))
+            return bool(plant) and len(plant[0].read_text().splitlines()) > 100   # about 1 s of loop
+        assert wait_for(looping, 60), "the first attempt never got its loop going"
+        shaper = _child_running(proc.pid, "netloop.testbed.shaper")
+        assert shaper, "no shaper process under the runner"
+        os.kill(shaper, signal.SIGSTOP)
+        try:
+            time.sleep(0.3)
+        finally:
+            os.kill(shaper, signal.SIGCONT)
+        out = proc.communicate(timeout=200)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out
+    camp = next(results.glob("rerun-*"))
+    first = json.loads((camp / "invalid" / "tcp_nodelay-r0.attempt1" / "metadata.json").read_text())
+    assert first["status"] == "invalid" and first["link_health"]["valid"] is False, first.get("error")
+    assert first["link_health"]["late_samples"] > 0 and "stalls: " in first["error"], first["error"]
+    assert (camp / "invalid" / "tcp_nodelay-r0.attempt1" / "records" / "plant.csv").exists()
+    second = json.loads((camp / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())
+    assert_finished(second, "second attempt")
+    assert second["start_time"] > first["end_time"]
+    cells = json.loads((camp / "campaign.json").read_text())["cells"]
+    assert [(c["run_id"], c["invalid_attempts"]) for c in cells] == [("tcp_nodelay-r0", 1)]
+    assert "tcp_nodelay-r0: running it again (2 of 2)" in out, out
+    assert "and run again: 1" in out, out
+    assert [r["run_id"] for r in json.loads((camp / "analysis.json").read_text())] == ["tcp_nodelay-r0"]
+    report = (camp / "report.md").read_text()
+    assert "run again: 1" in report and "`tcp_nodelay-r0` ×1" in report
+    assert not processes_mentioning(str(camp)) and _child_running(proc.pid, "shaper") is None

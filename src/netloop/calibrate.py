@@ -101,12 +101,19 @@ def verdict_mdr(published: float, ours: float | None) -> str:
 
 def valid_runs(results: Path) -> tuple[list[dict], dict]:
     """The runs of a campaign's ``analysis.json`` whose link kept real time, and the counts
-    {"runs", "invalid", "invalid_runs"} (a run whose link lagged is left out, never kept)."""
+    {"runs", "invalid", "invalid_runs", "invalid_attempts", "rerun_runs"} (a run whose link
+    lagged is left out, never kept; ``invalid_attempts`` counts the attempts judged invalid
+    and run again, kept in the campaign's ``invalid/``)."""
+    from .rundir import invalid_attempts  # noqa: PLC0415
     analysis = json.loads((Path(results) / "analysis.json").read_text())
-    counts: dict = {"runs": 0, "invalid": 0, "invalid_runs": []}
+    counts: dict = {"runs": 0, "invalid": 0, "invalid_runs": [], "invalid_attempts": 0, "rerun_runs": []}
     kept = []
     for run in analysis:
         counts["runs"] += 1
+        reruns = len(invalid_attempts(results, run["run_id"]))
+        if reruns:
+            counts["invalid_attempts"] += reruns
+            counts["rerun_runs"].append(run["run_id"])
         meta_path = Path(results) / "runs" / run["run_id"] / "metadata.json"
         health = {}
         try:
@@ -207,7 +214,9 @@ def _published_shape(transport: str) -> str:
 def _runs_line(counts: dict) -> str:
     """How many runs a campaign had and which were left out because ns-3 lagged."""
     return (f"runs: {counts['runs']}, left out for ns-3 lag: {counts['invalid']}"
-            + (f" ({', '.join(counts['invalid_runs'])})" if counts["invalid_runs"] else ""))
+            + (f" ({', '.join(counts['invalid_runs'])})" if counts["invalid_runs"] else "")
+            + f"; attempts judged invalid and run again: {counts.get('invalid_attempts', 0)}"
+            + (f" ({', '.join(counts['rerun_runs'])})" if counts.get("rerun_runs") else ""))
 
 
 def format_fig19(curves: dict, counts: dict, profile: str, results: Path) -> str:
@@ -337,7 +346,7 @@ def _ensure_report(results: Path) -> Path:
 def summarize(campaigns: dict[str, Path], profile: str) -> tuple[dict, str]:
     """The fidelity report of the campaigns given ({"tables": dir, "fig19": dir}, either or
     both): a JSON-ready dict (with the runs left out for lag) and the text to print."""
-    report: dict = {"profile": profile, "invalid_runs": 0}
+    report: dict = {"profile": profile, "invalid_runs": 0, "invalid_attempts": 0}
     texts = []
     if "tables" in campaigns:
         results = _ensure_report(campaigns["tables"])
@@ -345,6 +354,7 @@ def summarize(campaigns: dict[str, Path], profile: str) -> tuple[dict, str]:
         result = fidelity(ours)
         report["tables"] = {"results": str(results), "counts": counts, **result}
         report["invalid_runs"] += counts["invalid"]
+        report["invalid_attempts"] += counts["invalid_attempts"]
         texts.append(format_table(result, counts, profile, results))
     if "fig19" in campaigns:
         results = _ensure_report(campaigns["fig19"])
@@ -353,6 +363,7 @@ def summarize(campaigns: dict[str, Path], profile: str) -> tuple[dict, str]:
                            "curves": {t: {str(s): r for s, r in c.items()} for t, c in curves.items()},
                            "verdicts": {t: fig19_verdict(t, c) for t, c in curves.items()}}
         report["invalid_runs"] += counts["invalid"]
+        report["invalid_attempts"] += counts["invalid_attempts"]
         texts.append(format_fig19(curves, counts, profile, results))
     return report, "\n\n".join(texts)
 

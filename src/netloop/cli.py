@@ -98,6 +98,7 @@ def _cmd_run(args) -> int:
         return 130
     from .analysis.report import write_report  # matplotlib: only once there is something to plot
     report = write_report(out)
+    print(f"netloop: {runner.campaign_summary(out)}")
     print(f"netloop: report written to {report}")
     return 0
 

@@ -220,6 +220,10 @@ class Experiment:
                                            "before the run fails naming the missing ones (raise it for many "
                                            "robots on a busy channel)", gt=0, le=600))
     keep_going: bool = key(Bool(True, "go on with the other runs when one fails"))
+    rerun_invalid: int = key(Int(2, "times a run judged invalid (the link emulator fell behind real time, e.g. "
+                                    "the hypervisor did not run this machine) is run again; every invalid "
+                                    "attempt is kept in invalid/<run_id>.attemptN, out of the tables, and "
+                                    "counted in the report; 0: keep the first verdict", ge=0, le=10))
 
     @property
     def flow_instances(self) -> list[Flow]:

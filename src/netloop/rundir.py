@@ -8,6 +8,11 @@
       records/*.csv      every loop message sent and received, one file per node
                          (format "netloop-events/1", see include/netloop/event_log.h)
       logs/*.log         stdout/stderr of every process; logs/ros/ holds ROS's own logs
+    results/<campaign>/invalid/<run-id>.attemptN/
+                         a run judged invalid (its link fell behind real time) and run
+                         again (the experiment's rerun_invalid): kept, out of the tables
+    results/<campaign>/aborted/<run-id>.attemptN/
+                         a run left unfinished, set aside by ``netloop run --resume``
 
 metadata.json is written when the run starts (status "running") and rewritten atomically
 (write to a temporary file, then rename) whenever it changes, so it is always complete
@@ -132,6 +137,12 @@ def create_run_dir(path: Path) -> Path:
 def read_metadata(run_dir: Path) -> dict[str, Any]:
     """The run's metadata.json (see :meth:`RunDir.read_metadata`)."""
     return RunDir(run_dir).read_metadata()
+
+
+def invalid_attempts(campaign: Path, run_id: str) -> list[Path]:
+    """The attempts of a campaign's cell that were judged invalid and run again, oldest first."""
+    return sorted((Path(campaign) / "invalid").glob(f"{run_id}.attempt*"),
+                  key=lambda p: int(p.name.rsplit("attempt", 1)[1]))
 
 
 def git_revision() -> dict[str, Any]:

@@ -9,6 +9,7 @@ happens (see :mod:`netloop.rundir`).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import shutil
 import signal
 import time
@@ -28,7 +29,8 @@ from .machines import SSH_LOST, RealHosts, load_machines
 from .master import MasterError, RosMaster
 from .model import Experiment
 from .processes import ProcessGroup, log_tail
-from .rundir import RunMetadata, cpu_steal_seconds, create_run_dir, read_metadata, write_json_atomic
+from .rundir import (RunMetadata, cpu_steal_seconds, create_run_dir, invalid_attempts, read_metadata,
+                     write_json_atomic)
 from .schema import to_dict
 from .testbed import Testbed, load_profile
 from .transports import CrossingTopic, TransportContext, get_transport
@@ -384,8 +386,10 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
 
     With ``resume``, cells already done are kept and only the others run; a cell left
     unfinished (failed, interrupted, killed) is moved to ``aborted/`` first, so ``runs/``
-    ends with every cell exactly once. One failing cell does not stop the others
-    (unless ``keep_going`` is false); its failure and logs stay in its run directory."""
+    ends with every cell exactly once. A run judged invalid (its link fell behind real
+    time) runs again up to ``rerun_invalid`` times; each invalid attempt is moved to
+    ``invalid/``, kept and counted but out of the tables. One failing cell does not stop
+    the others (unless ``keep_going`` is false); its failure and logs stay in its run directory."""
     import yaml  # noqa: PLC0415
 
     if any(h.get("cpu") is not None for h in exp.hosts.values()) or any(
@@ -408,18 +412,31 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
         log(_progress_line(i, len(todo), cell, exp, per_run * (len(todo) - i + 1)))
         run_dir = out_dir / "runs" / cell.run_id
         if run_dir.exists():  # an unfinished earlier attempt: keep it, out of the tables
-            aborted = out_dir / "aborted"
-            aborted.mkdir(exist_ok=True)
-            attempt = 1 + sum(1 for _ in aborted.glob(f"{cell.run_id}.attempt*"))
-            shutil.move(str(run_dir), str(aborted / f"{cell.run_id}.attempt{attempt}"))
-        meta = run_cell(for_cell(exp, cell), run_dir, log)
-        if meta["status"] != "complete":
-            log(f"    {cell.run_id} {meta['status']}: {meta.get('error')}  (logs: {run_dir / 'logs'})")
+            _set_aside(run_dir, out_dir / "aborted")
+        for attempt in range(1 + exp.rerun_invalid):
+            if attempt:   # the last verdict was invalid: keep that attempt, out of the tables
+                kept = _set_aside(run_dir, out_dir / "invalid")
+                log(f"    {cell.run_id}: running it again ({attempt + 1} of {1 + exp.rerun_invalid}); "
+                    f"the invalid attempt is kept in {kept}")
+            meta = run_cell(for_cell(exp, cell), run_dir, log)
+            if meta["status"] != "complete":
+                log(f"    {cell.run_id} {meta['status']}: {meta.get('error')}  (logs: {run_dir / 'logs'})")
+            if meta["status"] != "invalid":
+                break
         _write_campaign(out_dir, exp, cells)
         if meta["status"] not in ("complete", "invalid") and not exp.keep_going:
             break
     _write_campaign(out_dir, exp, cells)
     return out_dir
+
+
+def _set_aside(run_dir: Path, into: Path) -> Path:
+    """Move a run directory to ``into/<run_id>.attemptN`` (N counts up from 1); returns where."""
+    into.mkdir(exist_ok=True)
+    attempt = 1 + sum(1 for _ in into.glob(f"{run_dir.name}.attempt*"))
+    target = into / f"{run_dir.name}.attempt{attempt}"
+    shutil.move(str(run_dir), str(target))
+    return target
 
 
 def _steal_since(before: float | None) -> float | None:
@@ -438,8 +455,20 @@ def _write_campaign(out_dir: Path, exp: Experiment, cells) -> None:
             status, error = "missing", None
         rows.append({"run_id": cell.run_id, "transport": cell.transport, "condition": cell.condition,
                      "settings": dict(cell.settings), "repetition": cell.repetition, "status": status,
-                     "error": error})
+                     "error": error, "invalid_attempts": len(invalid_attempts(out_dir, cell.run_id))})
     write_json_atomic(out_dir / "campaign.json", {"experiment": exp.name, "cells": rows})
+
+
+def campaign_summary(out_dir: Path) -> str:
+    """One line on a campaign's outcome from its campaign.json: runs by status, and the
+    attempts judged invalid and run again."""
+    rows = json.loads((Path(out_dir) / "campaign.json").read_text(encoding="utf-8")).get("cells") or []
+    by_status: dict[str, int] = {}
+    for row in rows:
+        by_status[row.get("status") or "missing"] = by_status.get(row.get("status") or "missing", 0) + 1
+    reruns = sum(row.get("invalid_attempts") or 0 for row in rows)
+    return (f"{len(rows)} runs: " + ", ".join(f"{n} {status}" for status, n in sorted(by_status.items()))
+            + f"; attempts judged invalid (link behind real time) and run again: {reruns}")
 
 
 def load_campaign_config(out_dir: Path) -> Experiment:
