@@ -74,7 +74,9 @@ def test_a_slow_robot_computer_stretches_the_round_trip_and_leaves_nothing_behin
         assert meta["status"] == "complete", meta.get("error")
         limit = meta["host_cpu_limits"]["robot"]
         f = analyse_flow(run, recorded_flows(run)[0])
-        assert f.ok and f.MDR >= 0.5, f
+        # a tenth of a core cannot answer 2000 pings a second: how many it answers depends on
+        # what else the host runs (29 % on 2026-11-25 with heavy steal); enough for percentiles
+        assert f.ok and f.MDR >= (0.1 if limit["cpu"] < 1 else 0.5), f
         rtt[limit["cpu"]] = (float(np.percentile(f.delays_ms, 95)), limit)
     fast, slow = rtt[2.0], rtt[0.1]
     assert slow[1]["throttled_periods"] > 10 and slow[1]["cpu_period_ms"] == 10.0, slow

@@ -212,7 +212,9 @@ def test_an_experiment_through_ssh_gives_what_it_gives_through_namespaces(tmp_pa
         # one path alone spread 37.2-41.1 % over 3 repetitions with a 64 KB image)
         noise_pp = 3.0 if profile == "ethernet" else 6.0
         assert abs(a.step["Overshoot"] - b.step["Overshoot"]) < noise_pp, (a.step, b.step)
-        assert abs(a.rtt["p50_ms"] - b.rtt["p50_ms"]) < max(1.0, 0.5 * b.rtt["p50_ms"]), (a.rtt, b.rtt)
+        # two runs minutes apart on a shared host: their median loop RTTs (2-4 ms on wifi6) have
+        # differed by up to 1.5 ms (3.8 against 2.3 ms on 2026-11-25, with heavy steal)
+        assert abs(a.rtt["p50_ms"] - b.rtt["p50_ms"]) < max(2.0, 0.5 * b.rtt["p50_ms"]), (a.rtt, b.rtt)
         assert a.sensor.clock_uncertainty_ms is not None and b.sensor.clock_uncertainty_ms is None
         (fa,), (fb,) = ssh_run.flows, ns_run.flows
         # the flow runs until the loop ends; nodes started over SSH begin a few hundred ms apart
