@@ -112,7 +112,7 @@ def _calibration_md(cal: dict[str, Any]) -> list[str]:
         return [f"Skipped: {cal.get('skipped', 'not run')}", ""]
     return [f"`netloop calibrate {cal['profile']}`; runs left out because ns-3 lagged real time: "
             f"**{cal['invalid_runs']}**; attempts judged invalid and run again: "
-            f"**{cal.get('invalid_attempts', 0)}**", "", cal["text"], ""]
+            f"**{cal['invalid_attempts']}**", "", cal["text"], ""]
 
 
 def _md(results: dict[str, Any]) -> str:

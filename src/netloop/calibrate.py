@@ -215,8 +215,8 @@ def _runs_line(counts: dict) -> str:
     """How many runs a campaign had and which were left out because ns-3 lagged."""
     return (f"runs: {counts['runs']}, left out for ns-3 lag: {counts['invalid']}"
             + (f" ({', '.join(counts['invalid_runs'])})" if counts["invalid_runs"] else "")
-            + f"; attempts judged invalid and run again: {counts.get('invalid_attempts', 0)}"
-            + (f" ({', '.join(counts['rerun_runs'])})" if counts.get("rerun_runs") else ""))
+            + f"; attempts judged invalid and run again: {counts['invalid_attempts']}"
+            + (f" ({', '.join(counts['rerun_runs'])})" if counts["rerun_runs"] else ""))
 
 
 def format_fig19(curves: dict, counts: dict, profile: str, results: Path) -> str:

@@ -30,6 +30,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import shutil
 import socket
 import subprocess
 import time
@@ -139,10 +140,22 @@ def read_metadata(run_dir: Path) -> dict[str, Any]:
     return RunDir(run_dir).read_metadata()
 
 
+def attempts(folder: Path, run_id: str) -> list[Path]:
+    """The attempts of a cell set aside in ``folder`` (``<run-id>.attemptN``), oldest first."""
+    return sorted(Path(folder).glob(f"{run_id}.attempt*"), key=lambda p: int(p.name.rsplit("attempt", 1)[1]))
+
+
 def invalid_attempts(campaign: Path, run_id: str) -> list[Path]:
     """The attempts of a campaign's cell that were judged invalid and run again, oldest first."""
-    return sorted((Path(campaign) / "invalid").glob(f"{run_id}.attempt*"),
-                  key=lambda p: int(p.name.rsplit("attempt", 1)[1]))
+    return attempts(Path(campaign) / "invalid", run_id)
+
+
+def set_aside(run_dir: Path, folder: Path) -> Path:
+    """Move a run directory to ``folder/<run-id>.attemptN`` (N counts up from 1); returns where."""
+    folder.mkdir(exist_ok=True)
+    target = folder / f"{run_dir.name}.attempt{1 + len(attempts(folder, run_dir.name))}"
+    shutil.move(str(run_dir), str(target))
+    return target
 
 
 def git_revision() -> dict[str, Any]:

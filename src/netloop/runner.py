@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import shutil
 import signal
 import time
 import xmlrpc.client
+from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable
@@ -30,7 +30,7 @@ from .master import MasterError, RosMaster
 from .model import Experiment
 from .processes import ProcessGroup, log_tail
 from .rundir import (RunMetadata, cpu_steal_seconds, create_run_dir, invalid_attempts, read_metadata,
-                     write_json_atomic)
+                     set_aside, write_json_atomic)
 from .schema import to_dict
 from .testbed import Testbed, load_profile
 from .transports import CrossingTopic, TransportContext, get_transport
@@ -412,10 +412,10 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
         log(_progress_line(i, len(todo), cell, exp, per_run * (len(todo) - i + 1)))
         run_dir = out_dir / "runs" / cell.run_id
         if run_dir.exists():  # an unfinished earlier attempt: keep it, out of the tables
-            _set_aside(run_dir, out_dir / "aborted")
+            set_aside(run_dir, out_dir / "aborted")
         for attempt in range(1 + exp.rerun_invalid):
             if attempt:   # the last verdict was invalid: keep that attempt, out of the tables
-                kept = _set_aside(run_dir, out_dir / "invalid")
+                kept = set_aside(run_dir, out_dir / "invalid")
                 log(f"    {cell.run_id}: running it again ({attempt + 1} of {1 + exp.rerun_invalid}); "
                     f"the invalid attempt is kept in {kept}")
             meta = run_cell(for_cell(exp, cell), run_dir, log)
@@ -428,15 +428,6 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
             break
     _write_campaign(out_dir, exp, cells)
     return out_dir
-
-
-def _set_aside(run_dir: Path, into: Path) -> Path:
-    """Move a run directory to ``into/<run_id>.attemptN`` (N counts up from 1); returns where."""
-    into.mkdir(exist_ok=True)
-    attempt = 1 + sum(1 for _ in into.glob(f"{run_dir.name}.attempt*"))
-    target = into / f"{run_dir.name}.attempt{attempt}"
-    shutil.move(str(run_dir), str(target))
-    return target
 
 
 def _steal_since(before: float | None) -> float | None:
@@ -463,9 +454,7 @@ def campaign_summary(out_dir: Path) -> str:
     """One line on a campaign's outcome from its campaign.json: runs by status, and the
     attempts judged invalid and run again."""
     rows = json.loads((Path(out_dir) / "campaign.json").read_text(encoding="utf-8")).get("cells") or []
-    by_status: dict[str, int] = {}
-    for row in rows:
-        by_status[row.get("status") or "missing"] = by_status.get(row.get("status") or "missing", 0) + 1
+    by_status = Counter(row.get("status") or "missing" for row in rows)
     reruns = sum(row.get("invalid_attempts") or 0 for row in rows)
     return (f"{len(rows)} runs: " + ", ".join(f"{n} {status}" for status, n in sorted(by_status.items()))
             + f"; attempts judged invalid (link behind real time) and run again: {reruns}")
