@@ -11,6 +11,7 @@ Timing is asserted only when ns-3 kept real time (otherwise measured once more, 
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -65,6 +66,36 @@ def test_small_nodelay_message_waits_a_few_air_times_beside_bulk_tcp_but_not_bes
     assert d_udp > base + 8 * AIR_MS and d_udp > 2 * d_nod, (d_udp, d_nod, base)
     assert udp["qdisc_backlog_packets"]["max"] >= 20, udp["qdisc_backlog_packets"]
     assert udp["qdisc_backlog_packets"]["mean"] > 2 * nod["qdisc_backlog_packets"]["mean"]
+
+
+@pytest.mark.timeout(240)
+def test_tcp_small_queues_cap_leaves_one_bulk_packet_in_the_qdisc(tmp_path):
+    """A tap frees each packet as it enters, so the kernel's TSQ (two packets) would keep two
+    image frames in the qdisc on top of the one ns-3 holds; ``wifi6`` caps a socket's bytes
+    below it (net.ipv4.tcp_limit_output_bytes of the hosts' namespaces) to one packet."""
+    cases = {}
+    for name, override in (("kernel", {"tcp_limit_output_bytes": 0}), ("wifi6", {})):
+        with Testbed(load_profile("wifi6", override), log_dir=tmp_path / name) as tb:
+            sysctl = tb.exec_prefix("robot") + ["sysctl", "-n", "net.ipv4.tcp_limit_output_bytes"]
+            cases[name] = (_case(tb, "tcp_nodelay", bulk=True),
+                           int(subprocess.run(sysctl, capture_output=True, text=True,
+                                              check=True).stdout),
+                           tb.metadata()["link"]["tcp_limit_output_bytes"])
+        _assert_gone(tb)
+    (kernel, k_sysctl, k_meta), (capped, c_sysctl, c_meta) = cases["kernel"], cases["wifi6"]
+    assert (c_sysctl, c_meta) == (1000, 1000) and k_meta is None and k_sysctl > 100000
+    k_q, c_q = kernel["qdisc_backlog_packets"], capped["qdisc_backlog_packets"]
+    # one image packet (sometimes the small one beside it) instead of two or three
+    assert c_q["mean"] < 1.5 and c_q["max"] <= 3, c_q
+    assert c_q["mean"] < k_q["mean"] - 0.5, (c_q, k_q)
+    # the image is still held in its socket, not dropped or slowed: both flows in full
+    assert capped["sender"]["bulk_notsent_at_small_send"]["mean"] > 8000, capped["sender"]
+    assert capped["receiver"]["small"]["n"] >= 395 and capped["receiver"]["bulk"]["n"] >= 50
+    assert (capped["receiver"]["bulk"]["median"]
+            < kernel["receiver"]["bulk"]["median"] + 2 * AIR_MS), (capped, kernel)
+    # so the small message has less in front of it
+    assert (capped["receiver"]["small"]["median"]
+            < kernel["receiver"]["small"]["median"] + AIR_MS / 2), (capped, kernel)
 
 
 @pytest.mark.timeout(120)
@@ -142,6 +173,7 @@ def test_minstrel_rate_manager_carries_traffic(tmp_path):
     ({"frame_error_rate": 1.0}, "frame_error_rate"),
     ({"tcp_congestion_control": "vegas"}, "tcp_congestion_control"),
     ({"gso_max_segs": -1}, "gso_max_segs"),
+    ({"tcp_limit_output_bytes": -1}, "tcp_limit_output_bytes"),
     ({"error_burst": 0.5}, "error_burst"),
     ({"background_pairs": 1}, "background_mbit"),
     ({"background_pairs": 17, "background_mbit": 1}, "background_pairs"),

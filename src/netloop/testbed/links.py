@@ -485,6 +485,8 @@ class Ns3WifiLink(TapLink):
         sysctls = {}
         if self.profile["tcp_congestion_control"] != "inherit":
             sysctls["net.ipv4.tcp_congestion_control"] = self.profile["tcp_congestion_control"]
+        if self.profile["tcp_limit_output_bytes"]:
+            sysctls["net.ipv4.tcp_limit_output_bytes"] = self.profile["tcp_limit_output_bytes"]
         if sysctls:
             try:
                 util.sysctl(ns, sysctls)
@@ -566,6 +568,7 @@ class Ns3WifiLink(TapLink):
             "kernel_shaper": self.shaper(),
             "tcp_congestion_control": p["tcp_congestion_control"],
             "gso_max_segs": p["gso_max_segs"] or None,
+            "tcp_limit_output_bytes": p["tcp_limit_output_bytes"] or None,
             "frame_error_rate": p["frame_error_rate"], "error_burst": p["error_burst"],
             "retry_limit": p["retry_limit"],
             "macs": dict(zip(self.hosts, (self.ready_info or {}).get("macs", []))),

@@ -166,6 +166,16 @@ SCHEMAS["ns3_wifi"] = Map({
                             "one Wi-Fi frame, so TCP Small Queues (two packets per socket) hold a "
                             "bulk TCP flow to two frames below the socket, as on a Wi-Fi NIC "
                             "(no TSO)"),
+    "tcp_limit_output_bytes": Int(default=0, ge=0, le=2**31 - 1,
+                                  doc="0: the kernel's; otherwise TCP Small Queues' cap on the "
+                                      "bytes one TCP socket may have queued below it on the "
+                                      "hosts (net.ipv4.tcp_limit_output_bytes of their "
+                                      "namespaces). A NIC's TSQ counts a packet until the driver "
+                                      "has sent it, so its two packets include the one on the "
+                                      "air; a tap frees each packet as it enters, so TSQ's two "
+                                      "would both wait in the qdisc on top of what ns-3 holds. "
+                                      "Below one packet (e.g. 1000) one stays in the qdisc: with "
+                                      "the frame in ns-3, two below the socket, as on a NIC"),
     "frame_error_rate": Num(default=0.0, ge=0, lt=1,
                             doc="probability that a data frame is lost on the air (each loss "
                                 "costs a MAC retry); ACKs and other control frames are not"),
