@@ -1,9 +1,9 @@
 """Where a small message waits on the emulated Wi-Fi, and the channel's impairments, on real
-namespaces, taps, qdiscs and ns-3 (root only; about a minute and a half).
+namespaces, taps, qdiscs and ns-3 (root only; about three minutes).
 
 The mechanism, not a number: on ``wifi6`` (htb shaper in the host below the air's rate, one
-frame per packet, loss-based TCP, a small ns-3 device queue) a bulk TCP flow leaves only a
-couple of frames in front of a small TCP_NODELAY message, so its delay stays within a few air
+frame per packet, loss-based TCP, TCP Small Queues capped at one packet, a small ns-3 device
+queue) a bulk TCP flow leaves only a couple of frames in front of a small TCP_NODELAY message, so its delay stays within a few air
 times of its unperturbed delay, while a 64 KB message sent as a burst of UDP datagrams puts
 its ~47 datagrams in the qdisc's FIFO ahead of the small one. A configured frame error rate
 costs that fraction of the data frames a MAC retry; the retry limit bounds the attempts.
