@@ -234,7 +234,108 @@ def test_tcp_receiver_closes_bad_streams(roscore, nodes, tmp_path):
     assert relay.poll() is None and proc.poll() is None
     assert s["foreign"] == 1 and s["stream_errors"] == 2
     assert received_seqs(rx) == [1, 2, 3, 4, 5]
+    # nimbro's acknowledgement: one byte back per frame handled (the type and five messages)
+    acks, ok_deadline = b"", time.monotonic() + 5
+    ok.settimeout(0.2)
+    while len(acks) < 6 and time.monotonic() < ok_deadline:
+        try:
+            acks += ok.recv(16)
+        except socket.timeout:
+            pass
+    assert acks == bytes([1] * 6)
     ok.close()
+
+
+class FrameReader:
+    """The receiving end of a tcp_sender, played by the test: a listening socket that decodes
+    the stream frames (src/relays/wire/format.h) arriving on its current connection."""
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(2)
+        self.listener.settimeout(15)
+        self.port = self.listener.getsockname()[1]
+        self.conn, self.buf = None, b""
+
+    def accept(self) -> None:
+        self.conn, _ = self.listener.accept()
+        self.buf = b""
+
+    def frames(self, quiet: float) -> list[tuple[int, int]]:
+        """(kind, msg_id) of every whole frame that arrives until ``quiet`` s pass without a
+        byte; [] and the connection marked closed (conn None) if the sender closed it."""
+        out = []
+        self.conn.settimeout(quiet)
+        while True:
+            try:
+                chunk = self.conn.recv(65536)
+            except socket.timeout:
+                return out
+            if not chunk:
+                self.conn.close()
+                self.conn = None
+                return out
+            self.buf += chunk
+            while len(self.buf) >= FRAME.size:
+                f = FRAME.unpack_from(self.buf)
+                if len(self.buf) < FRAME.size + f[9]:
+                    break
+                assert f[0] == FRAME_MAGIC
+                out.append((f[2], f[7]))
+                self.buf = self.buf[FRAME.size + f[9]:]
+
+    def ack(self) -> None:
+        self.conn.sendall(b"\x01")
+
+    def close(self) -> None:
+        for s in (self.conn, self.listener):
+            if s is not None:
+                s.close()
+
+
+@pytest.mark.parametrize("message_ack", [True, False], ids=["stop_and_wait", "pipelined"])
+def test_tcp_sender_waits_for_each_acknowledgement(roscore, nodes, tmp_path, message_ack):
+    """nimbro_topic_transport's tcp_sender writes one message, then waits for the receiver's
+    one-byte acknowledgement before the next; a message whose acknowledgement does not come is
+    sent again on a new connection. With message_ack false every message is written at once."""
+    rx, stats = FrameReader(), tmp_path / "stats.jsonl"
+    try:
+        relay = nodes("nimbro_relay", "tx", {
+            "role": "tcp_sender", "destination_addr": "127.0.0.1", "destination_port": rx.port,
+            "address": "127.0.0.1", "topics": [{"name": "/t"}], "message_ack": message_ack,
+            "ack_timeout": 1.0, "stats_period": 0.2, "stats_path": str(stats)})
+        nodes("flow_source", "source", {"message": "loop_sample", "size_bytes": 300, "period": 0.01,
+                                         "count": 8, "record_path": ""}, "flow:=/t")
+        rx.accept()
+        first = rx.frames(quiet=1.0)                  # all 8 messages are published within 0.1 s
+        if not message_ack:
+            assert [k for k, _ in first] == [2] + [1] * 8 and [m for k, m in first if k == 1] == list(range(8))
+            assert stats_after(stats, time.time_ns())["acks"] == 0
+            return
+        assert first == [(2, 0)]                      # the type announcement, then nothing unacknowledged
+        rx.ack()
+        assert rx.frames(quiet=0.5) == [(1, 0)]       # one acknowledgement, one message
+        # no acknowledgement for message 0: after ack_timeout the sender closes the connection
+        # and sends it again, first, on a new one (types announced again on every connection)
+        assert rx.frames(quiet=3.0) == [] and rx.conn is None
+        rx.accept()
+        got = rx.frames(quiet=0.5)
+        assert got == [(2, 0)]
+        data = []
+        while len(data) < 8:
+            rx.ack()
+            step = rx.frames(quiet=0.5)
+            assert len(step) == 1, step               # each acknowledgement lets exactly one frame out
+            data += [m for k, m in step if k == 1]
+        assert data == list(range(8))                 # message 0 again, then the rest in order
+        rx.ack()
+        s = stats_after(stats, time.time_ns())
+        assert s["connects"] == 2 and s["acks"] == 1 + 1 + 8   # type, message 0; type again, all 8
+        assert s["topics"]["/t"]["send_errors"] == 1 and s["topics"]["/t"]["out_msgs"] == 8
+        assert relay.poll() is None
+    finally:
+        rx.close()
 
 
 def test_priority_relay_drops_foreign_and_malformed(roscore, nodes, tmp_path):

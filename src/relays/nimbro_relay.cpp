@@ -13,9 +13,17 @@
 //                 dropped after ~reassembly_timeout s; memory bounded by ~max_message_bytes,
 //                 ~max_pending_bytes) and republishes each on its topic with the original
 //                 type. Topics listed in ~topics with their type are advertised at start.
-//   tcp_sender    the same over one TCP connection (TCP_NODELAY), reconnecting when lost;
-//                 a bounded queue (~max_queue_bytes) decouples ROS callbacks from the socket.
-//   tcp_receiver  accepts connections from ~allowed_peers, one stream decoder each.
+//   tcp_sender    the same over one TCP connection, reconnecting when lost; a bounded queue
+//                 (~max_queue_bytes) decouples ROS callbacks from the socket. As
+//                 nimbro_topic_transport's tcp_sender (every version, AIS-Bonn/nimbro_network
+//                 master and develop): Nagle's algorithm stays on (~tcp_nodelay: false) and
+//                 each frame waits for the receiver's one-byte acknowledgement before the next
+//                 is written (~message_ack: true; at most ~ack_timeout s); a frame whose write
+//                 or acknowledgement fails is sent again on a new connection, at most
+//                 kMaxSendTries times in all (nimbro: "sending again (!)", 10 tries).
+//   tcp_receiver  accepts connections from ~allowed_peers, one stream decoder each; with
+//                 ~message_ack it writes one byte back after handling each frame (nimbro's
+//                 tcp_receiver does so after publishing). Both ends must agree on ~message_ack.
 //
 // Parameters follow nimbro_topic_transport's (destination_addr, destination_port, port,
 // topics: [{name, rate, compress, type}]) plus netloop's: ~allowed_peers, ~mtu, limits,
@@ -212,11 +220,17 @@ class UdpSender : public SenderBase {
   uint8_t src_ = 0, dst_ = 0;
 };
 
+/// nimbro_topic_transport's tcp_sender tries a message this many times before dropping it.
+constexpr int kMaxSendTries = 10;
+
 class TcpSender : public SenderBase {
  public:
   TcpSender(ros::NodeHandle& nh, ros::NodeHandle& pnh) : SenderBase(nh, pnh, "tcp_sender") {
     max_queue_bytes_ = static_cast<size_t>(requireNumber(pnh, "max_queue_bytes", 8 << 20, Bound::Positive));
     source_ip_ = pnh.param<std::string>("address", "");
+    nodelay_ = pnh.param("tcp_nodelay", false);
+    message_ack_ = pnh.param("message_ack", true);
+    ack_timeout_ms_ = static_cast<int>(requireNumber(pnh, "ack_timeout", 8.0, Bound::Positive) * 1000);
     thread_ = std::thread([this] { writerLoop(); });
   }
   ~TcpSender() override {
@@ -233,6 +247,7 @@ class TcpSender : public SenderBase {
     SendTopic* topic;
     Kind kind;
     std::vector<uint8_t> frame;
+    int tries = 0;
   };
 
   void sendMessage(SendTopic& t, Kind kind, uint8_t flags, uint32_t msg_id, uint32_t orig_len,
@@ -266,14 +281,17 @@ class TcpSender : public SenderBase {
     r.connected = fd_.load() >= 0;
     r.connects = connects_;
     r.queue_bytes = queued_;
+    r.acks = acks_;
   }
 
  private:
   bool connectOnce() {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return false;
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (nodelay_) {
+      const int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
     if (!source_ip_.empty()) {
       sockaddr_in src;
       if (makeAddress(source_ip_, 0, src)) ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
@@ -299,6 +317,37 @@ class TcpSender : public SenderBase {
     return true;
   }
 
+  bool stopping() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_;
+  }
+
+  /// Waits for the receiver's one-byte acknowledgement of the frame just written.
+  bool awaitAck(int fd) {
+    for (int waited = 0; waited < ack_timeout_ms_ && !stopping(); waited += 100) {
+      pollfd p{fd, POLLIN, 0};
+      const int r = ::poll(&p, 1, 100);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return false;
+      if (r == 0) continue;
+      uint8_t ack = 0;
+      const ssize_t n = ::recv(fd, &ack, 1, 0);
+      if (n == 1) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++acks_;
+        return true;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return false;  // closed or failed
+    }
+    return false;
+  }
+
+  /// One frame on the connection: written whole, then (with ~message_ack) acknowledged.
+  bool sendFrame(int fd, const std::vector<uint8_t>& frame) {
+    return writeAll(fd, frame) && (!message_ack_ || awaitAck(fd));
+  }
+
   void closeConnection() {
     const int fd = fd_.exchange(-1);
     if (fd >= 0) ::close(fd);
@@ -322,7 +371,7 @@ class TcpSender : public SenderBase {
           for (auto& [id, f] : types_) types.push_back(f);
         }
         bool ok = true;
-        for (auto& f : types) ok = ok && writeAll(fd_, f);
+        for (auto& f : types) ok = ok && sendFrame(fd_, f);
         if (!ok) {
           closeConnection();
           continue;
@@ -338,9 +387,14 @@ class TcpSender : public SenderBase {
         queue_.pop_front();
         queued_ -= item.frame.size();
       }
-      if (!writeAll(fd_, item.frame)) {
+      if (!sendFrame(fd_, item.frame)) {
         if (item.kind == Kind::Data) item.topic->c.send_errors++;
         closeConnection();
+        if (++item.tries < kMaxSendTries) {  // again, first, on the next connection
+          std::lock_guard<std::mutex> lock(mu_);
+          queued_ += item.frame.size();
+          queue_.push_front(std::move(item));
+        }
         continue;
       }
       if (item.kind == Kind::Data) item.topic->c.out_msgs++;
@@ -353,7 +407,9 @@ class TcpSender : public SenderBase {
   std::deque<Item> queue_;
   std::map<uint32_t, std::vector<uint8_t>> types_;
   size_t queued_ = 0, max_queue_bytes_ = 0;
-  uint64_t connects_ = 0;
+  uint64_t connects_ = 0, acks_ = 0;
+  bool nodelay_ = false, message_ack_ = true;
+  int ack_timeout_ms_ = 8000;
   std::atomic<int> fd_{-1};  // written by the writer thread only
   bool stop_ = false;
   std::string source_ip_;
@@ -501,6 +557,7 @@ class TcpReceiver : public ReceiverBase {
  public:
   TcpReceiver(ros::NodeHandle& nh, ros::NodeHandle& pnh) : ReceiverBase(nh, pnh, "tcp_receiver") {
     max_connections_ = static_cast<size_t>(requireNumber(pnh, "max_connections", 8, Bound::Positive));
+    message_ack_ = pnh.param("message_ack", true);
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const int one = 1;
     ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -568,18 +625,26 @@ class TcpReceiver : public ReceiverBase {
       if (n <= 0) break;
       decoder.feed(buf.data(), static_cast<size_t>(n));
       Frame f;
-      std::lock_guard<std::mutex> lock(mu_);
-      while (decoder.next(f)) {
-        if (!expects(f.h.kind, f.h.topic_id)) {
-          ++totals_.unknown_topic;
-          continue;
+      size_t handled = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        while (decoder.next(f)) {
+          ++handled;
+          if (!expects(f.h.kind, f.h.topic_id)) {
+            ++totals_.unknown_topic;
+            continue;
+          }
+          deliver(f.h.kind, f.h.topic_id, f.h.flags, f.h.orig_len, f.data);
         }
-        deliver(f.h.kind, f.h.topic_id, f.h.flags, f.h.orig_len, f.data);
+        if (decoder.error() != Error::Ok) {
+          countMalformed(totals_.malformed, decoder.error());
+          ++totals_.stream_errors;
+          break;  // the stream cannot be trusted any more
+        }
       }
-      if (decoder.error() != Error::Ok) {
-        countMalformed(totals_.malformed, decoder.error());
-        ++totals_.stream_errors;
-        break;  // the stream cannot be trusted any more
+      if (message_ack_ && handled > 0) {  // one byte per frame; never blocks on a peer that does not read
+        const std::vector<uint8_t> acks(handled, 1);
+        ::send(fd, acks.data(), acks.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       }
     }
     ::close(fd);
@@ -593,6 +658,7 @@ class TcpReceiver : public ReceiverBase {
   };
   int listen_fd_ = -1;
   size_t max_connections_ = 8;  // open connections: totals_.connections
+  bool message_ack_ = true;
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::vector<Conn> conns_;  // accept thread only

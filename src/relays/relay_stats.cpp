@@ -153,7 +153,7 @@ std::string reportJson(const netloop::RelayStats& s) {
   if (priority_relay) o.add("host", s.host);
   o.add("stamp_ns", s.stamp_ns).add("cpu_s", s.cpu_s);
   if (sender) o.add("destination", s.destination);
-  if (s.role == "tcp_sender") o.add("connected", static_cast<bool>(s.connected)).add("connects", s.connects);
+  if (s.role == "tcp_sender") o.add("connected", static_cast<bool>(s.connected)).add("connects", s.connects).add("acks", s.acks);
   if (s.role == "tcp_sender" || priority_relay) o.add("queue_bytes", s.queue_bytes);
   if (priority_relay) {
     o.add("rate_mbit", s.rate_mbit).add("queue_messages", s.queue_messages).add("datagrams_sent", s.datagrams_sent);

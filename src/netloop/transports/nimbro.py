@@ -16,6 +16,12 @@ Per topic (``transport_options: {nimbro: {topics: {/flows/image: {rate: 5, compr
 protocol: tcp}}}}``): ``rate`` [Hz] drops messages over the rate, ``compress`` zlib (bz2 in
 nimbro), ``protocol`` forces UDP or TCP.
 
+Over TCP, as nimbro_topic_transport's tcp_sender/tcp_receiver (AIS-Bonn/nimbro_network, every
+version: master@7e1de20 and the develop rewrite): Nagle stays on and the message is
+stop-and-wait — the receiver writes one byte after publishing each message and the sender
+waits for it before the next. ``message_ack: false`` / ``tcp_nodelay: true`` give a pipelined,
+Nagle-free relay instead (netloop's own relay only).
+
 Implementations: when ``nimbro_topic_transport`` is installed (ROS Noetic:
 /opt/ros/noetic/share/nimbro_topic_transport), its ``udp_sender``/``udp_receiver``,
 ``tcp_sender``/``tcp_receiver`` nodes are started with generated parameters
@@ -54,6 +60,10 @@ OPTIONS = Map({
     "threshold_bytes": Int(SMALL_MESSAGE_BYTES, "nimbro_mixed: larger messages go over TCP", ge=0),
     "reassembly_timeout": Num(0.5, "an incomplete UDP message is dropped after this many seconds", gt=0, le=60),
     "max_message_bytes": Int(16 << 20, "larger messages are refused by the receivers", ge=1024, le=1 << 30),
+    "message_ack": Bool(True, "TCP: the receiver acknowledges each message with one byte and the sender waits "
+                              "for it before writing the next (as nimbro_topic_transport always does)"),
+    "tcp_nodelay": Bool(False, "TCP: disable Nagle's algorithm on the relay's connection (nimbro_topic_transport "
+                               "never does)"),
     "topics": Map({}, {}, "per topic: {rate, compress, protocol}", extra=TOPIC_OPTIONS),
 })
 
@@ -98,6 +108,12 @@ def check_nimbro_limits(topics: list[CrossingTopic], options: dict[str, Any], mi
         if proto == "tcp" and options["topics"].get(t.topic, {}).get("rate"):
             raise TransportError(f"{key}.rate: nimbro_topic_transport's tcp_sender has no rate limit (it reads only "
                                  "name, compress, type, enable); use protocol: udp, no rate, or implementation: own")
+        if proto == "tcp":
+            for key_name, upstream in (("message_ack", True), ("tcp_nodelay", False)):
+                if options[key_name] != upstream:
+                    raise TransportError(f"transport_options.nimbro.{key_name}: nimbro_topic_transport's TCP path "
+                                         f"always runs with {key_name}: {str(upstream).lower()}; use "
+                                         "implementation: own for another value")
         if type_of(t.datatype) is None:
             raise TransportError(f"{key}: message type '{t.datatype}' is not installed here; nimbro_topic_transport's "
                                  "receivers need it installed on the receiving host (they run rosmsg md5/show)")
@@ -158,6 +174,8 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
                           reassembly_timeout=options["reassembly_timeout"],
                           max_message_bytes=options["max_message_bytes"],
                           stats_path=str(records / f"relay_{name}_stats.jsonl"))
+            if proto == "tcp":
+                params["message_ack"] = options["message_ack"]
         out.append({"name": name, "host": host, "argv": [binary(f"{proto}_receiver"), f"__name:={name}"],
                     "params": params, "own": implementation == "own"})
     for (src, dst, proto), ts in sorted(senders.items()):
@@ -167,6 +185,8 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
         if implementation == "own":
             params.update(role=f"{proto}_sender", address=address[src], mtu=options["mtu"],
                           stats_path=str(records / f"relay_{name}_stats.jsonl"))
+            if proto == "tcp":
+                params.update(message_ack=options["message_ack"], tcp_nodelay=options["tcp_nodelay"])
         out.append({"name": name, "host": src, "argv": [binary(f"{proto}_sender"), f"__name:={name}"],
                     "params": params, "own": implementation == "own"})
     if implementation == "nimbro":
