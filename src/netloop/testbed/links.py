@@ -36,6 +36,7 @@ from typing import Callable
 from netloop import paths
 
 from . import util
+from .profiles import air_overhead_bytes, background_air_mbit, shaper_rate_kbit
 from .util import TestbedError
 
 SUBNET_PREFIX = "10.77.0."
@@ -467,17 +468,18 @@ class Ns3WifiLink(TapLink):
         (L + overhead) * 8 / r with overhead = 181.5 us * r / 8 + 22 + 22/8 bytes (161 at 6
         Mbit/s), so htb at ``fraction`` x r with that overhead keeps the device queue short
         whenever the air is not busier than one uncontended sender. With a frame error rate
-        p a frame needs 1/(1-p) transmissions on average, so the rate is also scaled by 1-p."""
+        p a frame needs 1/(1-p) transmissions on average, so the rate is also scaled by 1-p.
+        Background stations (known: each pair offers ``background_mbit`` of
+        ``background_bytes``-byte frames) take their mean share of the air first, counted
+        the same way, so the hosts' shaper is set below what is left of it rather than below
+        the whole air (:func:`~netloop.testbed.profiles.shaper_rate_kbit`)."""
         p = self.profile
-        frac = p["qdisc_rate_fraction"]
-        if not frac:
+        if not p["qdisc_rate_fraction"]:
             return None
-        mbit = float(p["phy_rate"].replace("OfdmRate", "").replace("Mbps", "").replace("_", "."))
-        overhead = int(round(181.5 * mbit / 8 + 22 + 22 / 8))
         crossings = 2 if (p["hops"] == 2 or p["mode"] == "ap") else 1
-        kbit = int(round(frac * mbit * 1000 * (1 - p["frame_error_rate"]) / crossings))
-        return {"rate_kbit": kbit, "overhead_bytes": overhead, "limit_packets":
-                p["qdisc_limit_packets"], "air_crossings": crossings}
+        return {"rate_kbit": shaper_rate_kbit(p), "overhead_bytes": air_overhead_bytes(p["phy_rate"]),
+                "limit_packets": p["qdisc_limit_packets"], "air_crossings": crossings,
+                "background_air_mbit": round(background_air_mbit(p), 4)}
 
     def configure_host(self, host: str, iface: str, mtu: int, routes: list[str] = ()) -> None:
         super().configure_host(host, iface, mtu, routes)

@@ -106,7 +106,44 @@ def _wifi_check(cfg: dict, key: str) -> None:
         if not cfg["background_mbit"]:
             raise ConfigError("background_mbit", f"background_pairs: {cfg['background_pairs']} "
                               "needs the rate each pair offers (> 0 Mbit/s)")
+        if cfg["qdisc_rate_fraction"] and shaper_rate_kbit(cfg) <= 0:
+            air = phy_mbit(cfg["phy_rate"]) * (1 - cfg["frame_error_rate"])
+            raise ConfigError("background_mbit", f"{cfg['background_pairs']} pair(s) at "
+                              f"{cfg['background_mbit']:g} Mbit/s take {background_air_mbit(cfg):.2f} Mbit/s "
+                              f"of the air's {air:.2f}: nothing is left for the hosts' shaper; offer less")
 
+
+
+def phy_mbit(phy_rate: str) -> float:
+    """The data rate of an ns-3 rate name in Mbit/s: OfdmRate6Mbps -> 6, OfdmRate5_5Mbps -> 5.5."""
+    return float(re.sub(r"^[A-Za-z]*Rate|Mbps$", "", phy_rate).replace("_", "."))
+
+
+def air_overhead_bytes(phy_rate: str) -> int:
+    """802.11a/g at a fixed rate r: what a data frame costs on the air beyond its bytes as the
+    tap counts them (Ethernet header + IP), in bytes at r: DIFS, mean backoff, preamble,
+    SIGNAL, SIFS and ACK (181.5 us), MAC header + LLC/SNAP + FCS - Ethernet header (22 bytes)
+    and the service/tail bits (see :meth:`~netloop.testbed.links.Ns3WifiLink.shaper`)."""
+    return int(round(181.5 * phy_mbit(phy_rate) / 8 + 22 + 22 / 8))
+
+
+def background_air_mbit(cfg: dict[str, Any]) -> float:
+    """The mean share of the air the background stations take, as Mbit/s at the phy rate
+    (each pair's offered ``background_mbit`` of ``background_bytes``-byte frames, counted with
+    the same per-frame overhead as the hosts' frames); 0 without background stations."""
+    if not cfg.get("background_pairs"):
+        return 0.0
+    b = cfg["background_bytes"]
+    return cfg["background_pairs"] * cfg["background_mbit"] * (b + 14 + air_overhead_bytes(cfg["phy_rate"])) / b
+
+
+def shaper_rate_kbit(cfg: dict[str, Any]) -> int:
+    """The hosts' htb rate: ``qdisc_rate_fraction`` x what one sender gets of the air (the phy
+    rate, less the frame errors' retransmissions, less the background's share), halved when
+    every frame crosses the air twice (2 hops, ap mode)."""
+    crossings = 2 if (cfg["hops"] == 2 or cfg["mode"] == "ap") else 1
+    left = phy_mbit(cfg["phy_rate"]) * (1 - cfg["frame_error_rate"]) - background_air_mbit(cfg)
+    return int(round(cfg["qdisc_rate_fraction"] * left * 1000 / crossings))
 
 SCHEMAS["ns3_wifi"] = Map({
     **_COMMON,
