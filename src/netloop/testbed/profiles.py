@@ -322,6 +322,29 @@ def validate_profile(data: Any, source: str | None = None, name: str | None = No
     return {"name": name, **out}
 
 
+def _raw_profile(name: str, names: list[str], seen: tuple[str, ...] = ()) -> dict:
+    """``config/links/<name>.yaml`` as written; a profile with ``extends: <other>`` is the other
+    profile's keys with its own on top (one level of keys; chains allowed, cycles refused)."""
+    path = LINKS_DIR / f"{name}.yaml"
+    raw = load_yaml(str(path)) or {}
+    if not isinstance(raw, dict):
+        raise ConfigError("", "a link profile must be a mapping", str(path))
+    raw = copy.deepcopy(raw)
+    base = raw.pop("extends", None)
+    if base is None:
+        return raw
+    if base not in names:
+        raise ConfigError("extends", f"unknown link profile {base!r}; allowed: {', '.join(names)}", str(path))
+    if base in seen + (name,):
+        raise ConfigError("extends", f"profiles extend each other in a cycle: {' -> '.join(seen + (name, base))}",
+                          str(path))
+    merged = _raw_profile(base, names, seen + (name,))
+    if "type" in raw and raw["type"] != merged.get("type"):
+        raise ConfigError("type", f"{name} extends {base} ({merged.get('type')}) and cannot change its type",
+                          str(path))
+    return {**merged, **raw}
+
+
 def load_profile(name: str, overrides: dict | None = None) -> dict:
     """Load ``config/links/<name>.yaml``, apply ``overrides`` and validate.
 
@@ -333,10 +356,7 @@ def load_profile(name: str, overrides: dict | None = None) -> dict:
         raise ConfigError("link", f"unknown link profile {name!r}{_suggest(name, names)}; "
                                   f"allowed: {', '.join(names)}")
     path = LINKS_DIR / f"{name}.yaml"
-    raw = load_yaml(str(path)) or {}
-    if not isinstance(raw, dict):
-        raise ConfigError("", "a link profile must be a mapping", str(path))
-    raw = copy.deepcopy(raw)
+    raw = _raw_profile(name, names)
     source = str(path)
     if overrides:
         source += " with overrides " + ", ".join(f"{k}={v!r}" for k, v in overrides.items())
@@ -363,11 +383,16 @@ def parse_set(items: list[str] | None) -> dict:
 
 
 def link_capacity_mbit(profile: dict) -> float | None:
-    """Nominal capacity of a link profile [Mbit/s] (the PHY rate for Wi-Fi, shared by both
-    directions), or None when it has no limit (loopback)."""
+    """Nominal capacity of a link profile [Mbit/s], or None when it has no limit (loopback).
+    For Wi-Fi what the hosts have of the air, shared by both directions: the PHY rate, less
+    the retransmissions of ``frame_error_rate`` and the background stations' mean share (as a
+    user would measure it on a shared channel, e.g. with iperf3)."""
     if profile.get("capacity_mbit") is not None:
         return float(profile["capacity_mbit"])
     if profile["type"] == "ns3_wifi":   # an ns-3 rate name such as OfdmRate6Mbps or ErpOfdmRate54Mbps
         rate = re.search(r"Rate(\d+)(?:_(\d+))?Mbps$", str(profile.get("phy_rate", "")))
-        return float(f"{rate.group(1)}.{rate.group(2) or 0}") if rate else None
+        if not rate:
+            return None
+        phy = float(f"{rate.group(1)}.{rate.group(2) or 0}")
+        return round(phy * (1 - profile.get("frame_error_rate", 0.0)) - background_air_mbit(profile), 4)
     return profile.get("rate_mbit")
