@@ -181,3 +181,47 @@ def test_health_window_counts_the_stalls_inside_it(tmp_path):
         f.write(line(t + 4, 4000, 40, []))
     h = link.health(since=t, until=t + 2.4)
     assert not h["valid"] and h["late_samples"] == 15
+
+
+def test_a_profile_extends_another_with_its_own_keys_on_top():
+    base, shared = load_profile("wifi6"), load_profile("wifi6_shared")
+    assert shared["name"] == "wifi6_shared" and "background pair" in shared["description"]
+    assert (shared["background_pairs"], shared["background_mbit"]) == (1, 0.5)
+    differ = {k for k in base if base[k] != shared[k]}
+    assert differ == {"name", "description", "background_pairs", "background_mbit"}
+
+
+@pytest.mark.parametrize("files, key, words", [
+    ({"a": "extends: nowhere\n"}, "extends", ["nowhere", "allowed"]),
+    ({"a": "extends: b\n", "b": "extends: a\n"}, "extends", ["cycle", "a -> b -> a"]),
+    ({"a": "extends: wifi6\ntype: ethernet\n"}, "type", ["cannot change its type"]),
+    ({"a": "extends: wifi6\nbackground_pairs: 1\n"}, "background_mbit", ["> 0 Mbit/s"]),
+])
+def test_bad_extends_is_refused_naming_the_key(tmp_path, monkeypatch, files, key, words):
+    from netloop.testbed import profiles
+    (tmp_path / "wifi6.yaml").write_text((profiles.LINKS_DIR / "wifi6.yaml").read_text())
+    for name, text in files.items():
+        (tmp_path / f"{name}.yaml").write_text(text)
+    monkeypatch.setattr(profiles, "LINKS_DIR", tmp_path)
+    with pytest.raises(ConfigError) as err:
+        load_profile("a")
+    assert err.value.key == key
+    for w in words:
+        assert w in str(err.value), str(err.value)
+
+
+def test_the_background_share_comes_off_the_shaper_and_the_capacity():
+    """One pair offering 0.5 Mbit/s of 1000-byte frames holds the air as 0.5 x (1000 + 14 +
+    161) / 1000 = 0.5875 Mbit/s of the hosts' frames would: the hosts' htb gets 0.9 x what is
+    left, the priority relay paces below what is left; too much background is refused."""
+    from netloop.testbed.profiles import background_air_mbit, link_capacity_mbit, shaper_rate_kbit
+    idle, shared = load_profile("wifi6"), load_profile("wifi6_shared")
+    assert background_air_mbit(idle) == 0 and shaper_rate_kbit(idle) == 5400 and link_capacity_mbit(idle) == 6.0
+    assert background_air_mbit(shared) == pytest.approx(0.5875)
+    assert shaper_rate_kbit(shared) == round(0.9 * (6 - 0.5875) * 1000)
+    assert link_capacity_mbit(shared) == pytest.approx(6 - 0.5875)
+    lossy = load_profile("wifi6", {"frame_error_rate": 0.1})
+    assert shaper_rate_kbit(lossy) == 4860 and link_capacity_mbit(lossy) == pytest.approx(5.4)
+    with pytest.raises(ConfigError) as err:
+        load_profile("wifi6", {"background_pairs": 4, "background_mbit": 2})
+    assert "background_mbit" in str(err.value) and "nothing is left" in str(err.value)
