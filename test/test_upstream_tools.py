@@ -105,6 +105,26 @@ def test_nimbro_refuses_a_rate_on_a_tcp_topic():
     nimbro_plan({"topics": {"/flows/image": {"rate": 5.0, "protocol": "udp"}}})   # UDP honours it
 
 
+
+@pytest.mark.parametrize("key, value", [("message_ack", False), ("tcp_nodelay", True)])
+def test_nimbro_tcp_is_stop_and_wait_with_nagle_and_other_values_are_refused(key, value):
+    """tcp_sender.cpp @7e1de20 never sets TCP_NODELAY and, after writing a message, blocks on
+    read(m_fd, &ack, 1); tcp_receiver.cpp writes that byte after publishing. netloop's own relay
+    does the same by default and is told so at both ends; another value is refused for nimbro."""
+    with pytest.raises(TransportError, match=f"transport_options.nimbro.{key}: .*always runs with {key}: "
+                                             f"{str(not value).lower()}"):
+        nimbro_plan({key: value})
+    nimbro_plan({key: value}, mixed=False)   # no TCP topic: nothing to refuse
+    own = {s["name"]: s["params"] for s in nimbro.plan(
+        TOPICS, ADDRESS, {"robot": 17100, "operator": 17102}, validate(nimbro.OPTIONS, {key: value}),
+        mixed=True, implementation="own", records=Path("/r"), node_binary=lambda n: Path("/x") / n,
+        type_of=TYPES.get)}
+    defaults = {"message_ack": True, "tcp_nodelay": False}
+    sender, receiver = own["nimbro_tcp_sender_robot_to_operator"], own["nimbro_tcp_receiver_operator"]
+    assert {k: sender[k] for k in defaults} == defaults | {key: value}
+    assert receiver["message_ack"] == (defaults | {key: value})["message_ack"]
+    assert "message_ack" not in own["nimbro_udp_sender_operator_to_robot"]
+
 def test_nimbro_refuses_names_its_udp_header_cannot_hold():
     """src/udp/udp_packet.h @7e1de20: char topic_name[64], topic_type[64] (the sender cuts longer
     ones to 63 characters, so they would arrive under another name)."""
