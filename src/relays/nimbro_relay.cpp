@@ -355,10 +355,7 @@ class TcpSender : public SenderBase {
 
   void writerLoop() {
     while (true) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stop_) break;
-      }
+      if (stopping()) break;
       if (fd_ < 0) {
         if (!connectOnce()) {
           std::unique_lock<std::mutex> lock(mu_);

@@ -36,7 +36,7 @@ from typing import Callable
 from netloop import paths
 
 from . import util
-from .profiles import air_overhead_bytes, background_air_mbit, shaper_rate_kbit
+from .profiles import air_crossings, air_overhead_bytes, background_air_mbit, shaper_rate_kbit
 from .util import TestbedError
 
 SUBNET_PREFIX = "10.77.0."
@@ -476,9 +476,8 @@ class Ns3WifiLink(TapLink):
         p = self.profile
         if not p["qdisc_rate_fraction"]:
             return None
-        crossings = 2 if (p["hops"] == 2 or p["mode"] == "ap") else 1
         return {"rate_kbit": shaper_rate_kbit(p), "overhead_bytes": air_overhead_bytes(p["phy_rate"]),
-                "limit_packets": p["qdisc_limit_packets"], "air_crossings": crossings,
+                "limit_packets": p["qdisc_limit_packets"], "air_crossings": air_crossings(p),
                 "background_air_mbit": round(background_air_mbit(p), 4)}
 
     def configure_host(self, host: str, iface: str, mtu: int, routes: list[str] = ()) -> None:

@@ -106,17 +106,25 @@ def _wifi_check(cfg: dict, key: str) -> None:
         if not cfg["background_mbit"]:
             raise ConfigError("background_mbit", f"background_pairs: {cfg['background_pairs']} "
                               "needs the rate each pair offers (> 0 Mbit/s)")
-        if cfg["qdisc_rate_fraction"] and shaper_rate_kbit(cfg) <= 0:
-            air = phy_mbit(cfg["phy_rate"]) * (1 - cfg["frame_error_rate"])
+        if cfg["qdisc_rate_fraction"] and air_left_mbit(cfg) <= 0:
+            air = air_left_mbit(cfg) + background_air_mbit(cfg)
             raise ConfigError("background_mbit", f"{cfg['background_pairs']} pair(s) at "
                               f"{cfg['background_mbit']:g} Mbit/s take {background_air_mbit(cfg):.2f} Mbit/s "
                               f"of the air's {air:.2f}: nothing is left for the hosts' shaper; offer less")
 
 
 
-def phy_mbit(phy_rate: str) -> float:
-    """The data rate of an ns-3 rate name in Mbit/s: OfdmRate6Mbps -> 6, OfdmRate5_5Mbps -> 5.5."""
-    return float(re.sub(r"^[A-Za-z]*Rate|Mbps$", "", phy_rate).replace("_", "."))
+def phy_mbit(phy_rate: str) -> float | None:
+    """The data rate of an ns-3 rate name in Mbit/s: OfdmRate6Mbps -> 6, DsssRate5_5Mbps -> 5.5;
+    None for a name without one (HtMcs7: it depends on the channel width and guard interval)."""
+    rate = re.search(r"Rate(\d+)(?:_(\d+))?Mbps$", str(phy_rate))
+    return float(f"{rate.group(1)}.{rate.group(2) or 0}") if rate else None
+
+
+def air_crossings(cfg: dict[str, Any]) -> int:
+    """How often a frame between robot and operator crosses the air: twice through a relay
+    (2 hops) or an access point, once otherwise."""
+    return 2 if (cfg["hops"] == 2 or cfg["mode"] == "ap") else 1
 
 
 def air_overhead_bytes(phy_rate: str) -> int:
@@ -137,13 +145,16 @@ def background_air_mbit(cfg: dict[str, Any]) -> float:
     return cfg["background_pairs"] * cfg["background_mbit"] * (b + 14 + air_overhead_bytes(cfg["phy_rate"])) / b
 
 
+def air_left_mbit(cfg: dict[str, Any]) -> float:
+    """What one sender gets of the air [Mbit/s at the phy rate]: the phy rate, less the frame
+    errors' retransmissions, less the background's share (802.11a/g names only)."""
+    return phy_mbit(cfg["phy_rate"]) * (1 - cfg["frame_error_rate"]) - background_air_mbit(cfg)
+
+
 def shaper_rate_kbit(cfg: dict[str, Any]) -> int:
-    """The hosts' htb rate: ``qdisc_rate_fraction`` x what one sender gets of the air (the phy
-    rate, less the frame errors' retransmissions, less the background's share), halved when
-    every frame crosses the air twice (2 hops, ap mode)."""
-    crossings = 2 if (cfg["hops"] == 2 or cfg["mode"] == "ap") else 1
-    left = phy_mbit(cfg["phy_rate"]) * (1 - cfg["frame_error_rate"]) - background_air_mbit(cfg)
-    return int(round(cfg["qdisc_rate_fraction"] * left * 1000 / crossings))
+    """The hosts' htb rate: ``qdisc_rate_fraction`` x :func:`air_left_mbit`, halved when every
+    frame crosses the air twice (:func:`air_crossings`)."""
+    return int(round(cfg["qdisc_rate_fraction"] * air_left_mbit(cfg) * 1000 / air_crossings(cfg)))
 
 SCHEMAS["ns3_wifi"] = Map({
     **_COMMON,
@@ -390,9 +401,5 @@ def link_capacity_mbit(profile: dict) -> float | None:
     if profile.get("capacity_mbit") is not None:
         return float(profile["capacity_mbit"])
     if profile["type"] == "ns3_wifi":   # an ns-3 rate name such as OfdmRate6Mbps or ErpOfdmRate54Mbps
-        rate = re.search(r"Rate(\d+)(?:_(\d+))?Mbps$", str(profile.get("phy_rate", "")))
-        if not rate:
-            return None
-        phy = float(f"{rate.group(1)}.{rate.group(2) or 0}")
-        return round(phy * (1 - profile.get("frame_error_rate", 0.0)) - background_air_mbit(profile), 4)
+        return round(air_left_mbit(profile), 4) if phy_mbit(profile["phy_rate"]) else None
     return profile.get("rate_mbit")
