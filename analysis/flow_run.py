@@ -1,7 +1,8 @@
 """Analysis of the perturbing flows of a run: the measurements of the Pound paper's tables.
 
 Per flow and per subscriber: the period at the destination (J_d: mean and std of the
-inter-arrival time), the delay D (mean, std and percentiles; one-way, exact as the hosts
+inter-arrival time), the source's own period (its publish times: how steadily the sender
+sent, the part of J_d's jitter that is not the network's), the delay D (mean, std and percentiles; one-way, exact as the hosts
 share one clock; for an ``echo`` flow the round trip, sender's publish to the echo's
 arrival, on the sender's clock), the message delivery ratio MDR (distinct messages
 received / sent), the bandwidth used at the receiver BW (bytes received x 8 over the
@@ -149,6 +150,7 @@ def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscri
     out.ok, out.sent, out.received = True, len(sent), received
     out.MDR = received / len(sent) if sent else math.nan
     out.period, out.delay = metrics.period_stats(arrivals), metrics.delay_stats(delays)
+    out.source_period = metrics.period_stats(np.array(list(sent.values()), float) / 1e9)
     out.bandwidth_mbit = float(bw)
     out.mean_bytes = float(rx.bytes.mean()) if len(rx) else math.nan
     out.delays_ms, out.periods_ms = (delays * 1e3).tolist(), (np.diff(arrivals) * 1e3).tolist()

@@ -51,7 +51,8 @@ def _delay_word(kind_measures: str) -> str:
 def columns(swept: bool, several_subscribers: bool, replicas: bool, measures: str, drops: bool) -> list[str]:
     d = _delay_word(measures)
     return ((["setting"] if swept else []) + ["transport"] + (["subscriber"] if several_subscribers else []) +
-            ["runs" + (" × replicas" if replicas else ""), "offered [Mbit/s]", "mean J_d [ms]", "std J_d [ms]", f"mean {d} [ms]",
+            ["runs" + (" × replicas" if replicas else ""), "offered [Mbit/s]", "mean J_d [ms]", "std J_d [ms]",
+             "std source period [ms]", f"mean {d} [ms]",
              f"std {d} [ms]", f"p50 {d} [ms]", f"p95 {d} [ms]", f"p99 {d} [ms]", "MDR [%]", "BW [Mbit/s]"] +
             (["subscriber-queue drops", "lost before subscriber"] if drops else []))
 
@@ -78,7 +79,7 @@ def table_rows(samples: list[FlowSample], swept: bool, several_subscribers: bool
             return sum(vals) if vals else None
         rows.append(([setting] if swept else []) + [transport] + ([subscriber] if several_subscribers else []) + [
             len(fl), offered_mbit(fl), med(lambda f: f.period["mean_ms"]), med(lambda f: f.period["std_ms"]),
-            med(lambda f: f.delay["mean_ms"]), med(lambda f: f.delay["std_ms"]), med(lambda f: f.delay["p50_ms"]),
+            med(lambda f: (f.source_period or {}).get("std_ms")), med(lambda f: f.delay["mean_ms"]), med(lambda f: f.delay["std_ms"]), med(lambda f: f.delay["p50_ms"]),
             med(lambda f: f.delay["p95_ms"]), med(lambda f: f.delay["p99_ms"]), med(lambda f: 100 * f.MDR),
             median_of(per_run.values())] +
             ([total(lambda f: f.subscriber_queue_drops), total(lambda f: f.lost_before_subscriber)] if drops else []))

@@ -433,7 +433,10 @@ def closing(loop_runs: list[RunAnalysis], excluded: list[RunAnalysis], broken: l
         "answering it (the loop delay; its std is the loop's jitter); MDR = delivered / sent. Flow tables "
         "follow the Pound paper's layout: J_d is the period at the destination, D the one-way delay (for an "
         "echo flow RTT, the round trip on the sender's clock) with its median and 95th/99th percentiles, "
-        "BW the bandwidth used at the receiver; a flow with several subscribers has one row per subscriber.")
+        "BW the bandwidth used at the receiver; the source period is the sender's own (its publish times, or "
+        "a bag replay's packets on the sending host's interface): J_d = source period + the change of D, so "
+        "std J_d can exceed 2 × std D only by the source's jitter; a flow with several subscribers has one "
+        "row per subscriber.")
 
 
 # -- CSV tables ----------------------------------------------------------------------------------

@@ -136,6 +136,7 @@ class FlowResult(Result):
     received: int | None = optional()
     MDR: float | None = optional()
     period: dict[str, float] | None = optional()   # J_d: mean_ms, std_ms
+    source_period: dict[str, float] | None = optional()  # the sender's publish period: mean_ms, std_ms
     delay: dict[str, float] | None = optional()    # D: n, mean_ms, std_ms, p50_ms, p95_ms, p99_ms, max_ms
     bandwidth_mbit: float | None = optional()
     mean_bytes: float | None = optional()

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from netloop import calibrate, cli
 
 
-def _flow(name, d, std_jd, mdr=1.0):
+def _flow(name, d, std_jd, mdr=1.0, std_d=1.0, std_source=0.1):
     return {"flow": name, "MDR": mdr, "period": {"mean_ms": 20.0, "std_ms": std_jd},
-            "delay": {"n": 100, "mean_ms": d, "std_ms": 1.0}}
+            "source_period": {"mean_ms": 20.0, "std_ms": std_source},
+            "delay": {"n": 100, "mean_ms": d, "std_ms": std_d}}
 
 
 def _campaign(tmp_path, runs):
@@ -143,3 +146,27 @@ def test_link_params_override_the_profile_and_bad_ones_are_refused(capsys):
     assert "--link-param: 'oops' is not KEY=VALUE" in capsys.readouterr().err
     assert cli.main(["calibrate", "wifi6", "--part", "tables", "--link-param", "colour=red"]) != 0
     assert "link_params" in capsys.readouterr().err
+
+
+def test_a_published_jitter_beyond_twice_its_delay_jitter_is_put_on_the_source(tmp_path, capsys):
+    # J_d = P + D_k - D_(k-1): std(J_d) <= std(P) + 2 std(D) for any correlation of the delays
+    assert calibrate.source_jitter_floor(7.2, 1.9) == pytest.approx(3.4)
+    assert calibrate.source_jitter_floor(5.3, 31.5) == 0.0
+    res = _campaign(tmp_path, [
+        ("udp-r0", "udp", True, (40.0, 35.0), (105.0, 1.5)),     # image std(J_d) 0.21x: off
+        ("nimbro-r0", "nimbro", True, (50.0, 35.0), (110.0, 1.0)),  # off, but no floor implied
+    ])
+    ours, _ = calibrate.read_campaign(res)
+    assert ours["udp"]["image"]["std_D"] == 1.0 and ours["udp"]["image"]["std_source"] == 0.1
+    by = {(r["flow"], r["method"], r["metric"]): r for r in calibrate.fidelity(ours)["rows"]}
+    udp, nimbro = by[("image", "UDP", "std_Jd")], by[("image", "Nimbro", "std_Jd")]
+    assert udp["verdict"] == "off" and calibrate.source_bound(udp)
+    assert udp["published_std_D"] == 1.9 and udp["netloop_std_D"] == 1.0
+    assert nimbro["verdict"] == "off" and not calibrate.source_bound(nimbro)
+    assert not calibrate.source_bound(by[("laser", "UDP", "std_Jd")])     # ok: nothing to explain
+    assert cli.main(["calibrate", "wifi6", "--part", "tables", "--results", str(res)]) == 0
+    out = capsys.readouterr().out
+    assert "| image | UDP (udp) | 106.3 → 105.0 (0.99×) | 7.2 → 1.5 (0.21×) |" in out
+    assert "off: std(J_d) (≥ 3.4 ms of it the paper's source's) | 1.9 → 1.0 |" in out
+    assert "| image | Nimbro (nimbro) |" in out and "| off: std(J_d) | 31.5 → 1.0 |" in out
+    assert "needs a source that jittered by >= 3.4 ms, netloop's jittered by 0.10 ms" in out

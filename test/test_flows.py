@@ -45,6 +45,9 @@ def test_every_flow_delivered_and_measured(campaign):
             expected = flow.count
             assert f["sent"] >= expected - 2 and f["MDR"] >= 0.95, (run, flow.name, f["sent"], f["MDR"])
             assert f["period"]["mean_ms"] == pytest.approx(flow.period * 1e3, rel=0.1)
+            # the sender's own period, from its publish times (a bag replay: its packets on the tap)
+            assert f["source_period"]["mean_ms"] == pytest.approx(flow.period * 1e3, rel=0.1)
+            assert f["source_period"]["std_ms"] < 0.5 * flow.period * 1e3
             assert 0 <= f["delay"]["p50_ms"] < 20 or flow.kind == "lidar_bag"
         laser = analyse_flow(out / "runs" / run, flows[0])
         assert laser["mean_bytes"] == 1024

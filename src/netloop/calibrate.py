@@ -134,7 +134,8 @@ def _median(values: list) -> float | None:
 
 
 def read_campaign(results: Path) -> tuple[dict, dict]:
-    """{transport: {flow: {"D", "std_Jd", "MDR"}}} (median over valid runs) and counts."""
+    """{transport: {flow: {"D", "std_Jd", "MDR", "std_D", "std_source"}}} (median over the valid
+    runs; ``std_source`` is the std of the source's own publish period) and counts."""
     runs, counts = valid_runs(results)
     per: dict[str, dict[str, dict[str, list[float]]]] = {}
     for run in runs:
@@ -143,9 +144,11 @@ def read_campaign(results: Path) -> tuple[dict, dict]:
             if not d.get("n"):
                 continue
             slot = per.setdefault(run["transport"], {}).setdefault(f["flow"], {
-                "D": [], "std_Jd": [], "MDR": []})
+                "D": [], "std_Jd": [], "MDR": [], "std_D": [], "std_source": []})
             slot["D"].append(d["mean_ms"])
+            slot["std_D"].append(d.get("std_ms"))
             slot["std_Jd"].append((f.get("period") or {}).get("std_ms"))
+            slot["std_source"].append((f.get("source_period") or {}).get("std_ms"))
             slot["MDR"].append(100.0 * f["MDR"] if f.get("MDR") is not None else None)
     out: dict = {}
     for transport, flows in per.items():
@@ -246,8 +249,28 @@ def _ranks(values: list[float]) -> list[float]:
     return ranks
 
 
+def source_jitter_floor(std_jd: float, std_d: float) -> float:
+    """The least std of the source's own period that a std(J_d) and a std(D) measured together
+    imply, ms. The destination's period is J_d = P + D_k - D_(k-1) (P: the source's period),
+    so std(J_d) <= std(P) + 2 std(D) whatever the delays' correlation: a std(J_d) above
+    2 std(D) needs a source that jittered by the excess at least. 0 when none is implied."""
+    return max(0.0, std_jd - 2.0 * std_d)
+
+
+def source_bound(row: dict) -> bool:
+    """True for a std(J_d) row judged off whose published value needs more source jitter than
+    netloop's source had (:func:`source_jitter_floor`): the link alone cannot account for it."""
+    floor, ours = row.get("published_source_floor"), row.get("netloop_source_std")
+    return (row.get("metric") == "std_Jd" and row.get("verdict") == "off" and ours is not None
+            and floor is not None and floor > ours and (row["netloop"] or 0.0) < row["published"])
+
+
 def fidelity(ours: dict) -> dict:
-    """Rows of the fidelity table and the ranking comparison."""
+    """Rows of the fidelity table and the ranking comparison. A std(J_d) row also carries the
+    published and netloop std(D), netloop's source jitter (``netloop_source_std``) and the least
+    source jitter the published numbers imply (``published_source_floor``,
+    :func:`source_jitter_floor`): where that floor is above netloop's source jitter, part of
+    the published std(J_d) is the paper's source's, not its link's."""
     rows = []
     for flow, table in PUBLISHED.items():
         for method, pub in table.items():
@@ -255,10 +278,15 @@ def fidelity(ours: dict) -> dict:
             for metric, idx, judge in (("D", 2, verdict_ms), ("std_Jd", 1, verdict_ms),
                                        ("MDR", 4, verdict_mdr)):
                 value = got.get(metric)
-                rows.append({"flow": flow, "method": method, "transport": METHODS[method],
-                             "metric": metric, "published": pub[idx], "netloop": value,
-                             "ratio": (value / pub[idx]) if value is not None and metric != "MDR"
-                             else None, "verdict": judge(pub[idx], value)})
+                row = {"flow": flow, "method": method, "transport": METHODS[method],
+                       "metric": metric, "published": pub[idx], "netloop": value,
+                       "ratio": (value / pub[idx]) if value is not None and metric != "MDR"
+                       else None, "verdict": judge(pub[idx], value)}
+                if metric == "std_Jd":
+                    row.update({"published_std_D": pub[3], "netloop_std_D": got.get("std_D"),
+                                "netloop_source_std": got.get("std_source"),
+                                "published_source_floor": source_jitter_floor(pub[1], pub[3])})
+                rows.append(row)
     have = [m for m in PUBLISHED_LASER if ours.get(METHODS[m], {}).get("laser", {}).get("D")
             is not None]
     ranking = None
@@ -279,8 +307,9 @@ def format_table(result: dict, counts: dict, profile: str, results: Path) -> str
     lines = [f"Fidelity of '{profile}' against the Pound paper, Tables I (laser) and II (image), "
              f"2 nodes ({results})",
              _runs_line(counts), "", "| flow | method (transport) | D: published → netloop (ratio) | "
-             "std(J_d): published → netloop (ratio) | MDR %: published → netloop | verdict |",
-             "|---|---|---|---|---|---|"]
+             "std(J_d): published → netloop (ratio) | MDR %: published → netloop | verdict | "
+             "std(D): published → netloop (not a target) |",
+             "|---|---|---|---|---|---|---|"]
     groups: dict[tuple, dict] = {}
     for r in result["rows"]:
         groups.setdefault((r["flow"], r["method"], r["transport"]), {})[r["metric"]] = r
@@ -291,16 +320,32 @@ def format_table(result: dict, counts: dict, profile: str, results: Path) -> str
         ratio = "" if r["ratio"] is None else f" ({r['ratio']:.2f}×)"
         return f"{r['published']:g} → {r['netloop']:.1f}{ratio}"
 
+    def std_d(r: dict) -> str:
+        ours = r.get("netloop_std_D")
+        return f"{r['published_std_D']:g} → " + ("—" if ours is None else f"{ours:.1f}")
+
     for (flow, method, transport), m in groups.items():
         verdicts = [m[k]["verdict"] for k in ("D", "std_Jd", "MDR")]
         off = [k.replace("std_Jd", "std(J_d)") for k in ("D", "std_Jd", "MDR")
                if m[k]["verdict"] == "off"]
         verdict = ("missing" if "missing" in verdicts else "ok" if not off
                    else "off: " + ", ".join(off))
+        if source_bound(m["std_Jd"]):
+            verdict += f" (≥ {m['std_Jd']['published_source_floor']:.1f} ms of it the paper's source's)"
         lines.append(f"| {flow} | {method} ({transport}) | {cell(m['D'])} | {cell(m['std_Jd'])} | "
-                     f"{cell(m['MDR'])} | {verdict} |")
+                     f"{cell(m['MDR'])} | {verdict} | {std_d(m['std_Jd'])} |")
     lines.append("")
     lines.append(f"within target: {result['ok']} of {result['judged']} numbers judged")
+    bound = [r for r in result["rows"] if source_bound(r)]
+    if bound:
+        lines.append(
+            "source jitter: J_d = the source's period + the change of D, so std(J_d) <= std(source) "
+            "+ 2 std(D); " + "; ".join(
+                f"{r['method']}'s {r['flow']} std(J_d) {r['published']:g} ms with std(D) "
+                f"{r['published_std_D']:g} ms needs a source that jittered by >= "
+                f"{r['published_source_floor']:.1f} ms, netloop's jittered by "
+                f"{r['netloop_source_std']:.2f} ms" for r in bound)
+            + " (these std(J_d) judge the paper's source as much as its link)")
     rk = result["ranking"]
     if rk:
         lines.append(f"laser D ranking, published: {' < '.join(rk['published_order'])}")
