@@ -153,7 +153,26 @@ def subscribers(roscore, node: str) -> set[str]:
 
 def show(roscore, xvfb, tmp_path, name, config, ready):
     """Launch the simulator and rviz with ``config``; screenshot until ``ready(view)`` holds
-    (at most 90 s); stop the launch by PID. Returns the last screenshot's 3D view and its path."""
+    (at most 90 s); stop the launch by PID. Returns the last screenshot's 3D view and its path.
+
+    rviz under Xvfb's software GL now and then never paints its window (every screenshot
+    black; seen in one fresh-clone run of 2026-11-25 here): a launch whose window
+    shows no 3D view at all within BLACK_WINDOW_S is stopped and started once more. A window
+    that paints but lacks what ``ready`` asks for is never relaunched (that is a failure)."""
+    for attempt in (1, 2):
+        view, path, painted = _show_once(roscore, xvfb, tmp_path, f"{name}-{attempt}", config, ready,
+                                         give_up_unpainted=attempt == 1)
+        if painted:
+            return view, path
+    return view, path
+
+
+BLACK_WINDOW_S = 45
+
+
+def _show_once(roscore, xvfb, tmp_path, name, config, ready, give_up_unpainted):
+    """One launch of :func:`show`: (view, path, painted); with ``give_up_unpainted`` it stops
+    early when no screenshot had a 3D view for BLACK_WINDOW_S."""
     env = dict(rosenv.node_env(roscore.uri, "127.0.0.1", tmp_path / f"ros-{name}"),
                DISPLAY=xvfb, LIBGL_ALWAYS_SOFTWARE="1", XDG_RUNTIME_DIR=str(tmp_path))
     background = background_color(config)
@@ -164,13 +183,17 @@ def show(roscore, xvfb, tmp_path, name, config, ready):
         assert wait_for(lambda: "/camera/image_raw" in subscribers(roscore, "/rviz") or launch.poll() is not None,
                         60, 0.5), f"rviz did not come up:\n{log_tail(launch.log_path, 30)}"
         assert launch.poll() is None, log_tail(launch.log_path, 30)
-        deadline, shot = time.monotonic() + 90, 0
+        start = time.monotonic()
+        deadline, shot, painted = start + 90, 0, False
         while True:
             shot += 1
             path = tmp_path / f"{name}-{shot}.png"
             view = render_area(screenshot(xvfb, path), background)
+            painted = painted or view is not None
             if (view is not None and ready(view)) or time.monotonic() > deadline:
-                return view, path
+                return view, path, painted
+            if give_up_unpainted and not painted and time.monotonic() - start > BLACK_WINDOW_S:
+                return view, path, False
             time.sleep(2)
     finally:
         roscore.group.stop(launch)
