@@ -193,6 +193,51 @@ def test_shaped_jitter_reorders_only_when_allowed(reorder):
         assert r["reordered"] == 0, r
 
 
+#: time one 1514-byte frame takes at the 5 Mbit/s of the test below
+FRAME_5MBIT_MS = 1514 * 8 / 5000
+
+
+@pytest.mark.timeout(240)
+def test_shaped_link_with_a_kernel_queue_keeps_bulk_tcp_from_burying_a_small_message(tmp_path):
+    """A shaped link's own FIFO takes every packet the taps hand it (a tap frees a packet as it
+    enters, so TCP Small Queues never hold a bulk TCP flow back): a 64 KB image over TCP fills
+    it and a small TCP_NODELAY message waits behind. With ``qdisc_rate_fraction`` the hosts'
+    htb sends below the link's rate, the backlog waits in the kernel, TSQ keeps the image in
+    its socket, and the small message waits about a frame; a UDP burst still waits in front
+    of it, now in the qdisc."""
+    from netloop.testbed import holprobe
+    link = {"rate_mbit": 5, "delay_ms": 1, "queue_packets": 100}
+    kernel = {"qdisc_rate_fraction": 0.9, "gso_max_segs": 1, "tcp_limit_output_bytes": 1000}
+    got = {}
+    for name, extra in (("fifo", {}), ("kernel", kernel)):
+        with Testbed(load_profile("shaped", {**link, **extra}), log_dir=tmp_path / name) as tb:
+            meta = tb.metadata()["link"]
+            got[name] = {"meta": meta, **{case: holprobe.run_case(tb, tr, bulk=bulk, seconds=8)
+                                          for case, tr, bulk in (("alone", "tcp_nodelay", False),
+                                                                 ("nod", "tcp_nodelay", True),
+                                                                 ("udp", "udp", True))}}
+        _assert_gone(tb)
+    assert got["fifo"]["meta"]["kernel_shaper"] is None
+    assert got["kernel"]["meta"]["kernel_shaper"]["robot"]["rate_kbit"] == 4500
+    assert got["kernel"]["meta"]["tcp_limit_output_bytes"] == 1000
+    small = {name: {case: got[name][case]["receiver"]["small"] for case in ("alone", "nod", "udp")}
+             for name in got}
+    for name in got:
+        for case in ("alone", "nod", "udp"):
+            assert small[name][case]["n"] >= 395, (name, case, small[name][case])
+        assert got[name]["nod"]["receiver"]["bulk"]["n"] >= 50, got[name]["nod"]["receiver"]
+    base = small["kernel"]["alone"]["median"]
+    assert base < 2 + 2 * FRAME_5MBIT_MS, small["kernel"]["alone"]   # 2 x 1 ms + a frame each way
+    # the kernel queue: within a couple of frames of unperturbed; the FIFO: well behind that
+    assert small["kernel"]["nod"]["median"] < base + 2.5 * FRAME_5MBIT_MS, small
+    assert small["fifo"]["nod"]["median"] > small["kernel"]["nod"]["median"] + 2 * FRAME_5MBIT_MS, small
+    assert got["kernel"]["nod"]["sender"]["bulk_notsent_at_small_send"]["mean"] > 8000, got["kernel"]["nod"]["sender"]
+    # where the UDP burst waits: in the qdisc with the kernel queue, in the emulator without
+    assert got["kernel"]["udp"]["qdisc_backlog_packets"]["max"] >= 20, got["kernel"]["udp"]
+    assert got["fifo"]["udp"]["qdisc_backlog_packets"]["max"] <= 2, got["fifo"]["udp"]
+    assert small["kernel"]["udp"]["median"] > base + 8 * FRAME_5MBIT_MS, small
+
+
 @pytest.mark.timeout(90)
 def test_wifi6_2hop_relays_and_ends_are_hidden():
     with Testbed(load_profile("wifi6_2hop")) as tb:
@@ -275,6 +320,10 @@ def test_bad_input_refused_before_anything_is_created(nothing_left_behind):
         Testbed(load_profile("shaped", {"rate_mbit": -1}))
     with pytest.raises(ConfigError):
         load_profile("wifi6_2hop", {"max_range_m": 10})
+    with pytest.raises(ConfigError, match="qdisc_rate_fraction"):   # at or below the link's rate
+        Testbed(load_profile("shaped", {"qdisc_rate_fraction": 1.2}))
+    with pytest.raises(ConfigError, match="tcp_congestion_control"):
+        load_profile("cellular", {"tcp_congestion_control": "vegas"})
     assert set(util.netns_list()) == before and not nothing_left_behind
 
 

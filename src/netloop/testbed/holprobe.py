@@ -315,7 +315,8 @@ def _ns3_node_stats(tb) -> list[dict] | None:
         return None
     time.sleep(1.1)   # one fresh stats line
     lines = stats.stats()
-    return lines[-1]["nodes"] if lines and "small_arrivals" in lines[-1]["nodes"][0] else None
+    nodes = lines[-1].get("nodes") if lines else None   # ns-3's per-device lines only
+    return nodes if nodes and "small_arrivals" in nodes[0] else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -299,6 +299,59 @@ class TapLink(Link):
                       "netns", ctx.netns[host]])
             self.configure_host(host, self.taps[host], self.profile["mtu"], self.routes(host))
 
+    # the kernel's queue in front of the tap: htb, TCP Small Queues (both link types) ---------
+    def shaper(self, host: str | None = None) -> dict | None:
+        """The htb on ``host``'s net0 ({"rate_kbit", "overhead_bytes", "limit_packets", ...}),
+        or None (the kernel's default qdisc): a link type whose emulator keeps its own queue
+        sets one so that the backlog waits in the kernel, where TCP Small Queues hold a bulk
+        TCP flow back, and the emulator's queue stays a few packets long, as a NIC's ring."""
+        return None
+
+    def configure_host(self, host: str, iface: str, mtu: int, routes: list[str] = ()) -> None:
+        super().configure_host(host, iface, mtu, routes)
+        ns = self.ctx.netns[host]
+        sysctls = {}
+        if self.profile["tcp_congestion_control"] != "inherit":
+            sysctls["net.ipv4.tcp_congestion_control"] = self.profile["tcp_congestion_control"]
+        if self.profile["tcp_limit_output_bytes"]:
+            sysctls["net.ipv4.tcp_limit_output_bytes"] = self.profile["tcp_limit_output_bytes"]
+        if sysctls:
+            try:
+                util.sysctl(ns, sysctls)
+            except TestbedError as err:
+                if "tcp_congestion_control" not in str(err):
+                    raise
+                raise TestbedError(
+                    f"tcp_congestion_control: {self.profile['tcp_congestion_control']} cannot be "
+                    "set inside a namespace on this machine (only the algorithms in the root "
+                    "namespace's net.ipv4.tcp_allowed_congestion_control can); use one of those, "
+                    f"or inherit ({err})") from None
+        if self.profile["gso_max_segs"]:
+            util.ip_batch([f"link set dev {IFACE} gso_max_segs {self.profile['gso_max_segs']}"], ns)
+        self.shape(host)
+
+    def shape(self, host: str) -> None:
+        """The htb of :meth:`shaper` on ``host``'s net0, when the profile has one."""
+        sh, ns, mtu = self.shaper(host), self.ctx.netns[host], self.profile["mtu"]
+        if sh is None:
+            return
+        rate = f"{sh['rate_kbit']}kbit"
+        burst = str(mtu + 14 + sh["overhead_bytes"])
+        for c in (["qdisc", "replace", "dev", IFACE, "root", "handle", "1:", "htb", "default", "1"],
+                  ["class", "add", "dev", IFACE, "parent", "1:", "classid", "1:1", "htb",
+                   "rate", rate, "ceil", rate, "burst", burst, "cburst", burst,
+                   "overhead", str(sh["overhead_bytes"]), "quantum", str(mtu + 14)],
+                  ["qdisc", "add", "dev", IFACE, "parent", "1:1", "handle", "10:", "pfifo",
+                   "limit", str(sh["limit_packets"])]):
+            util.run(["tc", "-n", ns] + c)
+
+    def kernel_queue_metadata(self) -> dict:
+        """The kernel-side settings of the hosts (what :meth:`configure_host` applied)."""
+        p = self.profile
+        return {"tcp_congestion_control": p["tcp_congestion_control"],
+                "gso_max_segs": p["gso_max_segs"] or None,
+                "tcp_limit_output_bytes": p["tcp_limit_output_bytes"] or None}
+
     def env(self) -> dict:
         return dict(os.environ)
 
@@ -457,8 +510,8 @@ class Ns3WifiLink(TapLink):
         ] + ([f"--background-pairs={p['background_pairs']}", f"--background-mbit={p['background_mbit']}",
               f"--background-bytes={p['background_bytes']}"] if p["background_pairs"] else [])
 
-    def shaper(self) -> dict | None:
-        """The htb shaper on every host's net0 (``qdisc_rate_fraction`` > 0), or None.
+    def shaper(self, host: str | None = None) -> dict | None:
+        """The htb shaper on every host's net0 (the same for each) (``qdisc_rate_fraction`` > 0), or None.
 
         802.11a at a fixed rate r Mbit/s: a data frame of L bytes (as the tap counts it:
         Ethernet header + IP) occupies the air for DIFS (34 us) + the mean backoff
@@ -479,44 +532,6 @@ class Ns3WifiLink(TapLink):
         return {"rate_kbit": shaper_rate_kbit(p), "overhead_bytes": air_overhead_bytes(p["phy_rate"]),
                 "limit_packets": p["qdisc_limit_packets"], "air_crossings": air_crossings(p),
                 "background_air_mbit": round(background_air_mbit(p), 4)}
-
-    def configure_host(self, host: str, iface: str, mtu: int, routes: list[str] = ()) -> None:
-        super().configure_host(host, iface, mtu, routes)
-        ns = self.ctx.netns[host]
-        sysctls = {}
-        if self.profile["tcp_congestion_control"] != "inherit":
-            sysctls["net.ipv4.tcp_congestion_control"] = self.profile["tcp_congestion_control"]
-        if self.profile["tcp_limit_output_bytes"]:
-            sysctls["net.ipv4.tcp_limit_output_bytes"] = self.profile["tcp_limit_output_bytes"]
-        if sysctls:
-            try:
-                util.sysctl(ns, sysctls)
-            except TestbedError as err:
-                if "tcp_congestion_control" not in str(err):
-                    raise
-                raise TestbedError(
-                    f"tcp_congestion_control: {self.profile['tcp_congestion_control']} cannot be "
-                    "set inside a namespace on this machine (only the algorithms in the root "
-                    "namespace's net.ipv4.tcp_allowed_congestion_control can); use one of those, "
-                    f"or inherit ({err})") from None
-        if self.profile["gso_max_segs"]:
-            util.ip_batch([f"link set dev {IFACE} gso_max_segs {self.profile['gso_max_segs']}"], ns)
-        self.shape(host)
-
-    def shape(self, host: str) -> None:
-        """The htb of :meth:`shaper` on ``host``'s net0, when the profile has one."""
-        sh, ns, mtu = self.shaper(), self.ctx.netns[host], self.profile["mtu"]
-        if sh is None:
-            return
-        rate = f"{sh['rate_kbit']}kbit"
-        burst = str(mtu + 14 + sh["overhead_bytes"])
-        for c in (["qdisc", "replace", "dev", IFACE, "root", "handle", "1:", "htb", "default", "1"],
-                  ["class", "add", "dev", IFACE, "parent", "1:", "classid", "1:1", "htb",
-                   "rate", rate, "ceil", rate, "burst", burst, "cburst", burst,
-                   "overhead", str(sh["overhead_bytes"]), "quantum", str(mtu + 14)],
-                  ["qdisc", "add", "dev", IFACE, "parent", "1:1", "handle", "10:", "pfifo",
-                   "limit", str(sh["limit_packets"])]):
-            util.run(["tc", "-n", ns] + c)
 
     def positions(self) -> dict[str, float | list[float]]:
         """Metres along the line: neighbours ``distance_m`` apart; in ap mode the access point
@@ -567,9 +582,7 @@ class Ns3WifiLink(TapLink):
                         if p["mode"] == "ap" else "direct"),
             "binary": self._binary_or_none(),
             "kernel_shaper": self.shaper(),
-            "tcp_congestion_control": p["tcp_congestion_control"],
-            "gso_max_segs": p["gso_max_segs"] or None,
-            "tcp_limit_output_bytes": p["tcp_limit_output_bytes"] or None,
+            **self.kernel_queue_metadata(),
             "frame_error_rate": p["frame_error_rate"], "error_burst": p["error_burst"],
             "retry_limit": p["retry_limit"],
             "macs": dict(zip(self.hosts, (self.ready_info or {}).get("macs", []))),
@@ -587,6 +600,18 @@ class ShapedLink(TapLink):
         keys = ("rate_mbit", "delay_ms", "jitter_ms", "jitter_dist", "loss", "queue_packets")
         return {d: {k: (p[d][k] if p[d].get(k) is not None else p[k]) for k in keys}
                 for d in ("to_operator", "to_robot")}
+
+    def shaper(self, host: str | None = None) -> dict | None:
+        """With ``qdisc_rate_fraction`` > 0: an htb on each host's net0 at that fraction of
+        the rate of the direction it sends in (the robot: to_operator; the operator: to_robot),
+        so the userspace FIFO holds a few packets and the rest waits in the kernel. The
+        emulator counts Ethernet frame bytes, as htb does, so no overhead is added."""
+        p = self.profile
+        if not p["qdisc_rate_fraction"] or host is None:
+            return None
+        direction = self.directions()["to_operator" if host == "robot" else "to_robot"]
+        return {"rate_kbit": int(round(p["qdisc_rate_fraction"] * direction["rate_mbit"] * 1000)),
+                "overhead_bytes": 0, "limit_packets": p["qdisc_limit_packets"]}
 
     def env(self) -> dict:
         env = dict(os.environ)
@@ -606,6 +631,8 @@ class ShapedLink(TapLink):
     def metadata(self) -> dict:
         out = super().metadata()
         out["directions"] = self.directions()
+        out["kernel_shaper"] = {h: self.shaper(h) for h in self.hosts} if self.profile["qdisc_rate_fraction"] else None
+        out.update(self.kernel_queue_metadata())
         out["reorder"] = self.profile["reorder"]
         out["model"] = ("Bernoulli loss, then a FIFO limited to queue_packets sending at "
                         "rate_mbit, then delay + jitter" + ("" if self.profile["reorder"] else

@@ -156,6 +156,37 @@ def shaper_rate_kbit(cfg: dict[str, Any]) -> int:
     frame crosses the air twice (:func:`air_crossings`)."""
     return int(round(cfg["qdisc_rate_fraction"] * air_left_mbit(cfg) * 1000 / air_crossings(cfg)))
 
+#: the hosts' kernel side of a link whose emulator reads taps (ns3_wifi, shaped): the htb's
+#: FIFO, and the TCP settings of the hosts' namespaces (TCP Small Queues, congestion control)
+_KERNEL_QUEUE = {
+    "qdisc_limit_packets": Int(default=1000, ge=1, le=100000,
+                               doc="packets the shaper's FIFO holds (like txqueuelen) before "
+                                   "tail drop"),
+    "tcp_congestion_control": Enum(["inherit", "cubic", "reno", "bbr"], default="inherit",
+                                   doc="TCP congestion control of the hosts' namespaces "
+                                       "(net.ipv4.tcp_congestion_control); inherit: the "
+                                       "machine's. Linux's default, and the Pound paper's, is "
+                                       "cubic; BBR paces at its bandwidth estimate, which "
+                                       "changes how much TCP Small Queues let into the qdisc",
+                                   what="TCP congestion control"),
+    "gso_max_segs": Int(default=0, ge=0, le=65535,
+                        doc="0: the kernel's; otherwise the most TCP segments one packet (GSO "
+                            "skb) on the hosts' net0 may carry. 1 makes every packet in the qdisc "
+                            "one frame on the link, so TCP Small Queues (two packets per socket) "
+                            "hold a bulk TCP flow to two frames below the socket, as on a Wi-Fi "
+                            "NIC (no TSO)"),
+    "tcp_limit_output_bytes": Int(default=0, ge=0, le=2**31 - 1,
+                                  doc="0: the kernel's; otherwise TCP Small Queues' cap on the "
+                                      "bytes one TCP socket may have queued below it on the "
+                                      "hosts (net.ipv4.tcp_limit_output_bytes of their "
+                                      "namespaces). A NIC's TSQ counts a packet until the driver "
+                                      "has sent it, so its two packets include the one on the "
+                                      "air; a tap frees each packet as it enters, so TSQ's two "
+                                      "would both wait in the qdisc on top of what the emulator holds. "
+                                      "Below one packet (e.g. 1000) one stays in the qdisc: with "
+                                      "the frame in ns-3, two below the socket, as on a NIC"),
+}
+
 SCHEMAS["ns3_wifi"] = Map({
     **_COMMON,
     "hops": Int(default=1, ge=1, le=2,
@@ -198,32 +229,7 @@ SCHEMAS["ns3_wifi"] = Map({
                                    "queue holds a few frames, as on a Linux Wi-Fi NIC; halved "
                                    "per sender on 2-hop and ap links (every frame crosses the "
                                    "air twice)"),
-    "qdisc_limit_packets": Int(default=1000, ge=1, le=100000,
-                               doc="packets the shaper's FIFO holds (like txqueuelen) before "
-                                   "tail drop"),
-    "tcp_congestion_control": Enum(["inherit", "cubic", "reno", "bbr"], default="inherit",
-                                   doc="TCP congestion control of the hosts' namespaces "
-                                       "(net.ipv4.tcp_congestion_control); inherit: the "
-                                       "machine's. Linux's default, and the Pound paper's, is "
-                                       "cubic; BBR paces at its bandwidth estimate, which "
-                                       "changes how much TCP Small Queues let into the qdisc",
-                                   what="TCP congestion control"),
-    "gso_max_segs": Int(default=0, ge=0, le=65535,
-                        doc="0: the kernel's; otherwise the most TCP segments one packet (GSO "
-                            "skb) on the hosts' net0 may carry. 1 makes every packet in the qdisc "
-                            "one Wi-Fi frame, so TCP Small Queues (two packets per socket) hold a "
-                            "bulk TCP flow to two frames below the socket, as on a Wi-Fi NIC "
-                            "(no TSO)"),
-    "tcp_limit_output_bytes": Int(default=0, ge=0, le=2**31 - 1,
-                                  doc="0: the kernel's; otherwise TCP Small Queues' cap on the "
-                                      "bytes one TCP socket may have queued below it on the "
-                                      "hosts (net.ipv4.tcp_limit_output_bytes of their "
-                                      "namespaces). A NIC's TSQ counts a packet until the driver "
-                                      "has sent it, so its two packets include the one on the "
-                                      "air; a tap frees each packet as it enters, so TSQ's two "
-                                      "would both wait in the qdisc on top of what ns-3 holds. "
-                                      "Below one packet (e.g. 1000) one stays in the qdisc: with "
-                                      "the frame in ns-3, two below the socket, as on a NIC"),
+    **_KERNEL_QUEUE,
     "frame_error_rate": Num(default=0.0, ge=0, lt=1,
                             doc="probability that a data frame is lost on the air (each loss "
                                 "costs a MAC retry); ACKs and other control frames are not"),
@@ -292,6 +298,12 @@ SCHEMAS["shaped"] = Map({
                     doc="overrides for the operator->robot direction"),
     "reorder": Bool(default=False,
                     doc="let jitter reorder packets (false: a packet never overtakes another)"),
+    "qdisc_rate_fraction": Num(default=0.0, ge=0, le=1.0,
+                               doc="0: none; otherwise an htb qdisc on each host's net0 sends at "
+                                   "this fraction of the rate_mbit of the direction it sends in, "
+                                   "so the backlog waits in the kernel (TCP Small Queues apply) "
+                                   "and the emulator's FIFO holds a few packets, as a NIC's ring"),
+    **_KERNEL_QUEUE,
     "seed": Int(default=1, ge=0, doc="random seed of loss and jitter"),
     "lag_bound_ms": _LAG,
     "lag_late_fraction": _LATE,
