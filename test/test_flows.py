@@ -23,6 +23,7 @@ FLOWS = [
     {"name": "laser", "kind": "generic", "size_bytes": 1024, "period": 0.02, "count": 60},
     {"name": "image", "kind": "camera", "width": 320, "height": 240, "period": 0.1, "count": 12},
     {"name": "lidar", "kind": "lidar_bag", "period": 0.05, "count": 30},
+    {"name": "wobbly", "kind": "generic", "size_bytes": 256, "period": 0.02, "send_jitter": 0.004, "count": 150},
 ]
 
 
@@ -53,13 +54,21 @@ def test_every_flow_delivered_and_measured(campaign):
         assert laser["mean_bytes"] == 1024
         lidar = analyse_flow(out / "runs" / run, flows[2])
         assert lidar["mean_bytes"] == 4249
+        # send_jitter: each send time off its grid by N(0, 4 ms), so the source's period varies by
+        # ~sqrt(2) x 4 ms (the exact timer of the laser by far less), and the destination sees it;
+        # the name's seed (crc32 of "wobbly") is above 2^31, beyond an XML-RPC int unless reduced
+        wobbly = analyse_flow(out / "runs" / run, flows[3])
+        assert 4.0 < wobbly["source_period"]["std_ms"] < 7.5, wobbly["source_period"]
+        assert laser["source_period"]["std_ms"] < 1.0, laser["source_period"]
+        assert wobbly["period"]["std_ms"] > 0.8 * wobbly["source_period"]["std_ms"], wobbly["period"]
 
 
 def test_mixed_transport_puts_small_flows_on_udp_and_images_on_tcp(campaign):
     import json
     _, out = campaign
     neg = json.loads((out / "runs" / "udp+tcp_nodelay-r0" / "metadata.json").read_text())["negotiated_transport"]
-    assert neg == {"/flows/laser": "UDPROS", "/flows/image": "TCPROS+NODELAY", "/flows/lidar": "UDPROS"}
+    assert neg == {"/flows/laser": "UDPROS", "/flows/image": "TCPROS+NODELAY", "/flows/lidar": "UDPROS",
+                   "/flows/wobbly": "UDPROS"}
     neg = json.loads((out / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())["negotiated_transport"]
     assert set(neg.values()) == {"TCPROS+NODELAY"}
 
@@ -118,6 +127,8 @@ def test_synthetic_lidar_bag(tmp_path):
     ([{"name": "a", "count": 0}], {"loop": {"type": "none"}}, "duration", "required when loop.type is none"),
     ([{"name": "a", "transport": "pigeon"}], {}, "flows[0].transport", "allowed: same, tcp"),
     ([{"name": "a", "period": 0}], {}, "flows[0].period", "> 0"),
+    ([{"name": "a", "kind": "lidar_bag", "send_jitter": 0.001}], {}, "flows[0].send_jitter", "is sent as its source"),
+    ([{"name": "a", "period": 0.02, "send_jitter": 0.01}], {}, "flows[0].send_jitter", "more than a third"),
 ])
 def test_bad_flows_refused(flows, extra, key, words):
     with pytest.raises(ConfigError) as err:

@@ -26,6 +26,7 @@ machine, so one-way delays are exact.
 """
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,12 @@ def check_flows(flows: list["Flow"], hosts: list[str], key: str = "flows") -> No
                     message_class(f.datatype)
                 except ValueError as err:
                     found.add(f"{where}.datatype", str(err))
+        if f.send_jitter and f.kind in ("lidar_bag", "topic"):
+            found.add(f"{where}.send_jitter", f"a {f.kind} flow is sent as its source publishes; "
+                                              "send_jitter is for generic, echo and camera flows")
+        if f.send_jitter and f.send_jitter * 3 > f.period:
+            found.add(f"{where}.send_jitter", f"{f.send_jitter:g} s is more than a third of the period "
+                                              f"({f.period:g} s): the clipping at +-0.45 period would shape it")
         if f.kind == "echo" and (len(f.to) > 1 or f.subscribers > 1):
             found.add(f"{where}.to", "an echo flow has one echoer: one receiving host and subscribers 1")
         if f.kind == "lidar_bag" and f.bag:
@@ -221,6 +228,8 @@ def _source(flow: "Flow", topic: str, rec: Path, queues: dict, run_dir: Path, no
     """``flow_source`` publishing the flow's messages (generic, echo, camera)."""
     params = {"period": flow.period, "count": flow.count, "start_delay": flow.start_delay,
               "record_path": str(rec / f"flow_{flow.name}_tx.csv"), **queues}
+    if flow.send_jitter:
+        params.update(send_jitter=flow.send_jitter, seed=zlib.crc32(flow.name.encode()) % 2**31 or 1)  # XML-RPC int
     if flow.kind in ("generic", "echo"):
         params.update(message="loop_sample", size_bytes=flow.size_bytes)
     elif flow.encoding == "raw":

@@ -120,6 +120,10 @@ class Flow:
     topic: str | None = key(Str(None, "topic (default /flows/<name>)"))
     size_bytes: int = key(Int(1024, "generic, echo: serialized message size [bytes]", ge=64, le=100_000_000))
     period: float = key(Num(0.1, "seconds between messages", gt=0, le=3600))
+    send_jitter: float = key(Num(0.0, "generic, echo, camera: std of each message's send time around its nominal "
+                                      "time k x period [s] (normal, clipped to +-0.45 period so messages keep "
+                                      "their order; a sensor driver's timer is not exact); 0 = exact. The "
+                                      "period's std is then ~1.4 x this", ge=0, le=3600))
     count: int = key(Int(0, "messages to send; 0 = until the run ends", ge=0))
     start_delay: float = key(Num(1.0, "seconds between the subscriber connecting and the first message", ge=0))
     transport: str = key(Enum(FLOW_TRANSPORTS, "same", "ROS transport of this flow's subscribers; 'same' = "

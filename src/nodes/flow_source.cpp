@@ -4,6 +4,8 @@
 //           image             sensor_msgs/Image, ~width x ~height rgb8 (a moving gradient)
 //           compressed_image  sensor_msgs/CompressedImage, JPEG files from ~frames_dir, cycled
 // ~period [s], ~count (0 = until stopped), ~size_bytes, ~width, ~height, ~frames_dir,
+// ~send_jitter [s] (default 0): each message is sent at k * period + a normal sample of this
+// std, clipped to +-0.45 period so the order holds (~seed, default 1, seeds it),
 // ~start_delay [s] after the first subscriber connects (~wait_for_subscribers, default true),
 // ~connect_timeout [s], ~record_path (netloop-events/1 CSV, one tx row per message),
 // ~publisher_queue_size [messages, default 10]: per subscriber connection, roscpp discards
@@ -24,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <vector>
 
 #include "netloop/event_log.h"
@@ -144,9 +147,13 @@ int run() {
     ros::WallDuration(0.01).sleep();
   ROS_INFO("flow_source %s: %s every %.3f s, %d messages, publisher queue %u", topic.c_str(), kind.c_str(), period,
            count, queue);
-  const ros::WallTime t0 = ros::WallTime::now();
+  const double send_jitter = requireNumber(pnh, "send_jitter", 0.0, Bound::NonNegative);
+  std::mt19937_64 rng(static_cast<uint64_t>(requireNumber(pnh, "seed", 1, Bound::NonNegative)));
+  std::normal_distribution<double> offset(0.0, send_jitter > 0 ? send_jitter : 1.0);
+  const ros::WallTime t0 = ros::WallTime::now() + ros::WallDuration(0.45 * period * (send_jitter > 0));
   for (int k = 0; sending() && (count == 0 || k < count); ++k) {
-    const ros::WallTime due = t0 + ros::WallDuration(k * period);
+    const double jitter = send_jitter > 0 ? std::clamp(offset(rng), -0.45 * period, 0.45 * period) : 0.0;
+    const ros::WallTime due = t0 + ros::WallDuration(k * period + jitter);
     while (sending() && ros::WallTime::now() < due)
       ros::WallDuration(std::min(0.01, (due - ros::WallTime::now()).toSec())).sleep();
     if (sending()) publish(static_cast<uint32_t>(k), ros::WallTime::now());
