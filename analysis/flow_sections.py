@@ -79,7 +79,8 @@ def table_rows(samples: list[FlowSample], swept: bool, several_subscribers: bool
             return sum(vals) if vals else None
         rows.append(([setting] if swept else []) + [transport] + ([subscriber] if several_subscribers else []) + [
             len(fl), offered_mbit(fl), med(lambda f: f.period["mean_ms"]), med(lambda f: f.period["std_ms"]),
-            med(lambda f: (f.source_period or {}).get("std_ms")), med(lambda f: f.delay["mean_ms"]), med(lambda f: f.delay["std_ms"]), med(lambda f: f.delay["p50_ms"]),
+            med(lambda f: (f.source_period or {}).get("std_ms")),
+            med(lambda f: f.delay["mean_ms"]), med(lambda f: f.delay["std_ms"]), med(lambda f: f.delay["p50_ms"]),
             med(lambda f: f.delay["p95_ms"]), med(lambda f: f.delay["p99_ms"]), med(lambda f: 100 * f.MDR),
             median_of(per_run.values())] +
             ([total(lambda f: f.subscriber_queue_drops), total(lambda f: f.lost_before_subscriber)] if drops else []))

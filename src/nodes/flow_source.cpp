@@ -149,10 +149,11 @@ int run() {
            count, queue);
   const double send_jitter = requireNumber(pnh, "send_jitter", 0.0, Bound::NonNegative);
   std::mt19937_64 rng(static_cast<uint64_t>(requireNumber(pnh, "seed", 1, Bound::NonNegative)));
-  std::normal_distribution<double> offset(0.0, send_jitter > 0 ? send_jitter : 1.0);
-  const ros::WallTime t0 = ros::WallTime::now() + ros::WallDuration(0.45 * period * (send_jitter > 0));
+  std::normal_distribution<double> offset(0.0, send_jitter > 0 ? send_jitter : 1.0);  // std must be > 0
+  const double max_offset = send_jitter > 0 ? 0.45 * period : 0.0;  // keeps the messages in order
+  const ros::WallTime t0 = ros::WallTime::now() + ros::WallDuration(max_offset);
   for (int k = 0; sending() && (count == 0 || k < count); ++k) {
-    const double jitter = send_jitter > 0 ? std::clamp(offset(rng), -0.45 * period, 0.45 * period) : 0.0;
+    const double jitter = send_jitter > 0 ? std::clamp(offset(rng), -max_offset, max_offset) : 0.0;
     const ros::WallTime due = t0 + ros::WallDuration(k * period + jitter);
     while (sending() && ros::WallTime::now() < due)
       ros::WallDuration(std::min(0.01, (due - ros::WallTime::now()).toSec())).sleep();

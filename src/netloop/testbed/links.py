@@ -511,7 +511,7 @@ class Ns3WifiLink(TapLink):
               f"--background-bytes={p['background_bytes']}"] if p["background_pairs"] else [])
 
     def shaper(self, host: str | None = None) -> dict | None:
-        """The htb shaper on every host's net0 (the same for each) (``qdisc_rate_fraction`` > 0), or None.
+        """The htb shaper on every host's net0, the same for each (``qdisc_rate_fraction`` > 0), or None.
 
         802.11a at a fixed rate r Mbit/s: a data frame of L bytes (as the tap counts it:
         Ethernet header + IP) occupies the air for DIFS (34 us) + the mean backoff

@@ -156,6 +156,7 @@ def shaper_rate_kbit(cfg: dict[str, Any]) -> int:
     frame crosses the air twice (:func:`air_crossings`)."""
     return int(round(cfg["qdisc_rate_fraction"] * air_left_mbit(cfg) * 1000 / air_crossings(cfg)))
 
+
 #: the hosts' kernel side of a link whose emulator reads taps (ns3_wifi, shaped): the htb's
 #: FIFO, and the TCP settings of the hosts' namespaces (TCP Small Queues, congestion control)
 _KERNEL_QUEUE = {
