@@ -206,8 +206,10 @@ def test_a_run_judged_invalid_is_kept_and_run_again(tmp_path):
     first = json.loads((camp / "invalid" / "tcp_nodelay-r0.attempt1" / "metadata.json").read_text())
     assert first["status"] == "invalid" and first["link_health"]["valid"] is False, first.get("error")
     assert first["link_health"]["late_samples"] >= 200, first["link_health"]   # 1 ms probes
-    stall = re.search(r"stalls: (?:.*, )?([0-9]+) ms at [0-9.]+ s \(connected\)", first["error"])
-    assert stall and 250 <= int(stall.group(1)) < 1000, first["error"]   # the 300 ms stop, in its phase
+    listed = first["error"].split("stalls: ", 1)[-1]
+    connected = [int(ms) for ms in re.findall(r"([0-9]+) ms at [0-9.]+ s \(connected\)", listed)]
+    # the 300 ms stop, in its phase (a hiccup of a few ms may be listed beside it)
+    assert any(250 <= ms < 1000 for ms in connected), first["error"]
     assert (camp / "invalid" / "tcp_nodelay-r0.attempt1" / "records" / "plant.csv").exists()
     second = json.loads((camp / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())
     assert_finished(second, "second attempt")
