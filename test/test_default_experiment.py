@@ -23,6 +23,7 @@ def test_quick_default_experiment_produces_the_report(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     report = Path(re.search(r"report written to (\S+)", res.stdout).group(1))
+    assert re.search(r"netloop: summary\n  - \S+ kept the loop closest to local", res.stdout), res.stdout[-3000:]
     assert report.name == "report.html" and report.is_file()
     report = report.with_name("report.md")
     camp = report.parent

@@ -14,6 +14,7 @@ import pytest
 
 from netloop.analysis import degradation, synthetic
 from netloop.analysis.rendering import Document, Section, inline
+from netloop.analysis.report import summary_of
 from netloop.analysis.results import RunAnalysis
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.cli import main
@@ -134,6 +135,19 @@ def test_summary_says_which_transport_kept_the_loop_closest_to_local(campaign):
     assert "run(s) have problems" in summary
     html = (campaign / "report.html").read_text()
     assert "<strong>udp</strong> kept the loop closest to local" in html
+
+
+def test_report_prints_its_summary_for_a_terminal(campaign, tmp_path, capsys):
+    assert main(["report", str(campaign)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == str(campaign / "report.html")          # the last line stays the report's path
+    start = out.index("netloop: summary")
+    printed = "\n".join(out[start + 1:-1])
+    assert "  - With delay_ms=0: udp kept the loop closest to local" in printed and "**" not in printed
+    assert all(len(line) <= 100 for line in out[start + 1:-1])
+    paragraphs = summary_of(campaign)
+    assert len(paragraphs) == printed.count("\n  - ") + 1 and "run(s) have problems" in paragraphs[-1]
+    assert summary_of(tmp_path) == []                         # no report there: nothing, no error
 
 
 def test_report_of_a_single_broken_run_and_of_nothing(tmp_path, capsys):

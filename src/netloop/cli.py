@@ -99,17 +99,31 @@ def _cmd_run(args) -> int:
     from .analysis.report import write_report  # matplotlib: only once there is something to plot
     report = write_report(out)
     print(f"netloop: {runner.campaign_summary(out)}")
+    _print_summary(out)
     print(f"netloop: report written to {report}")
     return 0
+
+
+def _print_summary(results: Path) -> None:
+    """The report's Summary, wrapped for a terminal (nothing when the report has none)."""
+    import textwrap   # noqa: PLC0415
+    from .analysis.report import summary_of   # noqa: PLC0415
+    paragraphs = summary_of(results)
+    if paragraphs:
+        print("netloop: summary")
+        for para in paragraphs:
+            print(textwrap.fill(para, width=100, initial_indent="  - ", subsequent_indent="    "))
 
 
 def _cmd_report(args) -> int:
     from .analysis.report import ReportError, write_report
     try:
-        print(write_report(Path(args.results)))
+        report = write_report(Path(args.results))
     except ReportError as err:
         print(f"netloop report: {err}", file=sys.stderr)
         return 2
+    _print_summary(Path(args.results))
+    print(report)
     return 0
 
 
