@@ -13,12 +13,14 @@ from pathlib import Path
 
 def _cmd_compare(args) -> int:
     from .compare import compare  # noqa: PLC0415 - matplotlib only when needed
+    from .rendering import print_summary  # noqa: PLC0415
     from .report import ReportError  # noqa: PLC0415
     try:
         md, html = compare(Path(args.a), Path(args.b), Path(args.out), tuple(args.labels) if args.labels else None)
     except ReportError as err:
         print(f"netloop compare: {err}", file=sys.stderr)
         return 2
+    print_summary(md)
     print(html)
     print(md)
     return 0

@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import html
 import re
+import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Union
@@ -180,3 +182,30 @@ def _relative(path: Path, base: Path) -> str:
         return Path(path).resolve().relative_to(Path(base).resolve()).as_posix()
     except ValueError:
         return Path(path).as_posix()
+
+
+def summary_paragraphs(md_path: Path) -> list[str]:
+    """The paragraphs of the ``## Summary`` section of a Markdown file a :class:`Document`
+    wrote (report.md, compare.md), as plain text: ``**`` emphasis dropped, each paragraph on
+    one line; ``[]`` when the file is missing or has no Summary."""
+    try:
+        text = Path(md_path).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    found = re.search(r"^## Summary\n(.*?)(?=^#{1,2} |\Z)", text, re.S | re.M)
+    if not found:
+        return []
+    return [" ".join(re.sub(r"\*\*(.+?)\*\*", r"\1", para).split())
+            for para in found.group(1).split("\n\n") if para.strip()]
+
+
+def print_summary(md_path: Path, width: int = 100, file=None) -> None:
+    """Print :func:`summary_paragraphs` for a terminal: a ``netloop: summary`` line, then one
+    bullet per paragraph wrapped to ``width`` columns; nothing when there is no Summary. What
+    ``netloop run``, ``netloop report`` and ``netloop compare`` print before their files' paths."""
+    paragraphs = summary_paragraphs(md_path)
+    if paragraphs:
+        out = file or sys.stdout
+        print("netloop: summary", file=out)
+        for para in paragraphs:
+            print(textwrap.fill(para, width=width, initial_indent="  - ", subsequent_indent="    "), file=out)

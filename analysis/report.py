@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -202,22 +201,6 @@ def write_report(path: Path) -> Path:
     doc.add(closing(loop_runs, excluded, broken, absent))
     doc.write(path / "report.md", path / "report.html")
     return path / "report.html"
-
-
-def summary_of(path: Path) -> list[str]:
-    """The paragraphs of the Summary of the report written under ``path`` (its report.md), as
-    plain text: Markdown's ``**`` emphasis dropped, each paragraph on one line; ``[]`` when
-    there is no report or it has no Summary. What ``netloop run`` and ``netloop report`` print
-    when they are done, so the headline needs no browser."""
-    try:
-        text = (Path(path) / "report.md").read_text(encoding="utf-8")
-    except OSError:
-        return []
-    found = re.search(r"^## Summary\n(.*?)(?=^#{1,2} |\Z)", text, re.S | re.M)
-    if not found:
-        return []
-    return [" ".join(re.sub(r"\*\*(.+?)\*\*", r"\1", para).split())
-            for para in found.group(1).split("\n\n") if para.strip()]
 
 
 def cpu_section(runs: list[RunAnalysis]) -> Section | None:

@@ -29,10 +29,13 @@ def pair(tmp_path_factory):
     return make(tmp, "wired", 0.0), make(tmp, "radio", 5.0), tmp
 
 
-def test_compare_writes_side_by_side_tables(pair, monkeypatch):
+def test_compare_writes_side_by_side_tables(pair, monkeypatch, capsys):
     a, b, tmp = pair
     monkeypatch.chdir(tmp)                     # default --out: the current directory
     assert main(["compare", str(a), str(b)]) == 0
+    printed = capsys.readouterr().out          # the Summary for the terminal, then the two files
+    assert "netloop: summary\n  - " in printed and "  - delay_ms=10, udp: IAE(y − baseline)" in printed
+    assert printed.splitlines()[-2:] == ["compare.html", "compare.md"]
     md = (tmp / "compare.md").read_text()
     html = (tmp / "compare.html").read_text()
     assert "matched per setting and transport" in md

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from netloop.analysis import degradation, synthetic
-from netloop.analysis.rendering import Document, Section, inline
-from netloop.analysis.report import summary_of
+from netloop.analysis.rendering import Document, Section, inline, summary_paragraphs
 from netloop.analysis.results import RunAnalysis
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.cli import main
@@ -145,9 +144,9 @@ def test_report_prints_its_summary_for_a_terminal(campaign, tmp_path, capsys):
     printed = "\n".join(out[start + 1:-1])
     assert "  - With delay_ms=0: udp kept the loop closest to local" in printed and "**" not in printed
     assert all(len(line) <= 100 for line in out[start + 1:-1])
-    paragraphs = summary_of(campaign)
+    paragraphs = summary_paragraphs(campaign / "report.md")
     assert len(paragraphs) == printed.count("\n  - ") + 1 and "run(s) have problems" in paragraphs[-1]
-    assert summary_of(tmp_path) == []                         # no report there: nothing, no error
+    assert summary_paragraphs(tmp_path / "report.md") == []   # no report there: nothing, no error
 
 
 def test_report_of_a_single_broken_run_and_of_nothing(tmp_path, capsys):

@@ -96,33 +96,25 @@ def _cmd_run(args) -> int:
         print(f"netloop: interrupted ({sig}); what was recorded is kept in {out}; "
               f"continue with: netloop run --resume {out}", file=sys.stderr)
         return 130
+    from .analysis.rendering import print_summary  # noqa: PLC0415
     from .analysis.report import write_report  # matplotlib: only once there is something to plot
     report = write_report(out)
     print(f"netloop: {runner.campaign_summary(out)}")
-    _print_summary(out)
+    print_summary(report.with_name("report.md"))
     print(f"netloop: report written to {report}")
     return 0
 
 
-def _print_summary(results: Path) -> None:
-    """The report's Summary, wrapped for a terminal (nothing when the report has none)."""
-    import textwrap   # noqa: PLC0415
-    from .analysis.report import summary_of   # noqa: PLC0415
-    paragraphs = summary_of(results)
-    if paragraphs:
-        print("netloop: summary")
-        for para in paragraphs:
-            print(textwrap.fill(para, width=100, initial_indent="  - ", subsequent_indent="    "))
-
 
 def _cmd_report(args) -> int:
+    from .analysis.rendering import print_summary  # noqa: PLC0415
     from .analysis.report import ReportError, write_report
     try:
         report = write_report(Path(args.results))
     except ReportError as err:
         print(f"netloop report: {err}", file=sys.stderr)
         return 2
-    _print_summary(Path(args.results))
+    print_summary(report.with_name("report.md"))
     print(report)
     return 0
 
