@@ -105,7 +105,6 @@ def _cmd_run(args) -> int:
     return 0
 
 
-
 def _cmd_report(args) -> int:
     from .analysis.rendering import print_summary  # noqa: PLC0415
     from .analysis.report import ReportError, write_report
