@@ -5,10 +5,10 @@ inter-arrival time), the source's own period (its publish times: how steadily th
 sent, the part of J_d's jitter that is not the network's), the delay D (mean, std and
 percentiles; one-way, exact as the hosts share one clock; for an ``echo`` flow the round
 trip, sender's publish to the echo's arrival, on the sender's clock), the message delivery
-ratio MDR (distinct messages received / sent), the bandwidth used at the receiver BW (bytes received x 8 over the
-reception span, Mbit/s), and where the receiver's ``<record>.receive.json`` exists the
-messages its subscriber queue dropped and those lost before it (the publisher's queue on
-TCPROS).
+ratio MDR (distinct messages received / sent), the bandwidth used at the receiver BW
+(bytes received x 8 over the reception span, Mbit/s), and where the receiver's
+``<record>.receive.json`` exists the messages its subscriber queue dropped and those lost
+before it (the publisher's queue on TCPROS).
 
 The sent side is the source's tx record (its publish time), or for a bag replay the tap on
 the sending host (rows of kind "tap", matched on header seq and stamp).

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import html
 import re
-import sys
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,17 +194,16 @@ def summary_paragraphs(md_path: Path) -> list[str]:
     found = re.search(r"^## Summary\n(.*?)(?=^#{1,2} |\Z)", text, re.S | re.M)
     if not found:
         return []
-    return [" ".join(re.sub(r"\*\*(.+?)\*\*", r"\1", para).split())
+    return [" ".join(_BOLD.sub(r"\1", para).split())
             for para in found.group(1).split("\n\n") if para.strip()]
 
 
-def print_summary(md_path: Path, width: int = 100, file=None) -> None:
+def print_summary(md_path: Path, width: int = 100) -> None:
     """Print :func:`summary_paragraphs` for a terminal: a ``netloop: summary`` line, then one
     bullet per paragraph wrapped to ``width`` columns; nothing when there is no Summary. What
     ``netloop run``, ``netloop report`` and ``netloop compare`` print before their files' paths."""
     paragraphs = summary_paragraphs(md_path)
     if paragraphs:
-        out = file or sys.stdout
-        print("netloop: summary", file=out)
+        print("netloop: summary")
         for para in paragraphs:
-            print(textwrap.fill(para, width=width, initial_indent="  - ", subsequent_indent="    "), file=out)
+            print(textwrap.fill(para, width=width, initial_indent="  - ", subsequent_indent="    "))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
 import signal
 import subprocess
 import time
@@ -206,10 +205,12 @@ def test_a_run_judged_invalid_is_kept_and_run_again(tmp_path):
     first = json.loads((camp / "invalid" / "tcp_nodelay-r0.attempt1" / "metadata.json").read_text())
     assert first["status"] == "invalid" and first["link_health"]["valid"] is False, first.get("error")
     assert first["link_health"]["late_samples"] >= 200, first["link_health"]   # 1 ms probes
-    listed = first["error"].split("stalls: ", 1)[-1]
-    connected = [int(ms) for ms in re.findall(r"([0-9]+) ms at [0-9.]+ s \(connected\)", listed)]
-    # the 300 ms stop, in its phase (a hiccup of a few ms may be listed beside it)
-    assert any(250 <= ms < 1000 for ms in connected), first["error"]
+    # the 300 ms stop, counted in its phase (a hiccup of a few ms may be listed beside it), and
+    # named in the verdict
+    stop = [st for st in first["link_health"]["stalls"]
+            if st["counted"] and st["phase"] == "connected" and 250 <= st["max_ms"] < 1000]
+    assert stop, first["link_health"]["stalls"]
+    assert f"{stop[0]['max_ms']:.0f} ms at {stop[0]['at_s']:.1f} s (connected)" in first["error"], first["error"]
     assert (camp / "invalid" / "tcp_nodelay-r0.attempt1" / "records" / "plant.csv").exists()
     second = json.loads((camp / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())
     assert_finished(second, "second attempt")
