@@ -48,13 +48,6 @@ def test_report_on_a_missing_directory_is_a_clear_error(tmp_path):
     assert res.returncode == 2 and "no such directory" in res.stderr
 
 
-def test_experiment_reference_is_current():
-    """experiments/README.md holds the table `netloop validate --keys` prints."""
-    res = cli("validate", "--keys")
-    assert res.returncode == 0
-    assert res.stdout.strip() in (paths.EXPERIMENTS / "README.md").read_text()
-
-
 def test_non_root_user_is_told_in_one_line_and_nothing_starts(tmp_path):
     """As an unprivileged user, a namespace link is refused up front with the way out."""
     env = dict(os.environ, HOME=str(tmp_path))
