@@ -1,14 +1,14 @@
 # netloop: two commands for a newcomer.
 #   make run    installs what is missing, builds, runs the default experiment, prints the report path
 #   make test   installs what is missing, builds, runs every test (C++ and Python)
-# Others: make setup | build | bench | clean
+# Others: make setup | build | bench | docs | results | clean
 SHELL := /bin/bash
 EXPERIMENT ?= experiments/pound_rlc.yaml
 PYTEST_ARGS ?=
 ENV := source scripts/env.sh &&
 PY := .venv/bin/python
 
-.PHONY: setup build run test test-cpp test-py bench clean
+.PHONY: setup build run test test-cpp test-py bench docs results clean
 
 setup:
 	@scripts/setup.sh
@@ -33,6 +33,24 @@ test-py:
 
 bench: build
 	@$(ENV) bin/netloop bench --out bench
+
+# The generated parts of docs/ (command-line reference, key reference, glossary, link profiles,
+# transports, results): python -m netloop.docgen. Needs no build: the venv's Python when there is
+# one, else the system's. DOCS_ARGS=--check only checks (exit 1 listing the stale blocks).
+DOCS_ARGS ?=
+DOCGEN = $(ENV) $(if $(wildcard $(PY)),$(PY),python3) -m netloop.docgen
+docs:
+	@$(DOCGEN) $(DOCS_ARGS)
+
+# Every shipped experiment of experiments/ (not experiments/real/) in turn, going on past a failed
+# one, then make docs (docs/results.md). Needs root; how long it takes is in docs/results.md.
+# (No $(MAKE) in the recipe: make -n would run such a line for real.)
+results: build
+	@failed=""; for f in experiments/*.yaml; do \
+	  echo "== $$f"; $(ENV) bin/netloop run $$f || failed="$$failed $$f"; \
+	done; \
+	$(DOCGEN); \
+	if [ -n "$$failed" ]; then echo "make results: failed:$$failed"; exit 1; fi
 
 clean:
 	rm -rf .build
