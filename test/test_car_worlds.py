@@ -14,6 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 WORLDS = REPO / "worlds"
+DOC = REPO / "docs" / "simulation.md"   # the worlds' tables and geometry, documented
 URDF = REPO / "models" / "sunfounder_car" / "urdf" / "sunfounder_car.urdf"
 NAMES = ("arena", "tunnel")
 SCAN_Z = 0.195          # the car's LIDAR plane above the ground (URDF: 0.033 + 0.162)
@@ -113,19 +114,19 @@ def test_world_is_valid_sdformat(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_readme_tables_match_the_worlds(name):
+def test_documented_tables_match_the_worlds(name):
     table = subprocess.run([sys.executable, str(WORLDS / "generate_worlds.py"), "--table", name],
                            capture_output=True, text=True, check=True).stdout.strip()
-    readme = (WORLDS / "README.md").read_text()
-    assert table in readme, f"worlds/README.md lacks the current table of {name}; " \
-                            f"run 'worlds/generate_worlds.py --table {name}'"
+    doc = DOC.read_text()
+    assert table in doc, f"docs/simulation.md lacks the current table of {name}; " \
+                         f"run 'worlds/generate_worlds.py --table {name}'"
 
 
 def test_documented_arena_geometry():
-    """The numbers the README states in prose (inner faces at +-5 m)."""
+    """The numbers docs/simulation.md states in prose (inner faces at +-5 m, +-0.6 m)."""
     assert expected_scan("arena", 0, 0, 4) == pytest.approx([5.0, 5.0, 5.0, 5.0])
-    readme = (WORLDS / "README.md").read_text()
-    assert re.search(r"x\s*=\s*±5", readme) and re.search(r"y\s*=\s*±0\.6", readme)
+    doc = DOC.read_text()
+    assert re.search(r"x\s*=\s*±5", doc) and re.search(r"y\s*=\s*±0\.6", doc)
 
 
 @pytest.fixture
