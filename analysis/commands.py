@@ -1,4 +1,5 @@
-"""Analysis commands of the ``netloop`` CLI (registered by netloop.cli when this module exists):
+"""Analysis commands of the ``netloop`` CLI, always registered by netloop.cli (numpy and
+matplotlib are imported only when one of them runs):
 
     netloop compare A B [--out DIR] [--labels NAME_A NAME_B]   two campaigns side by side
     netloop plot --live [--seconds N] [--save FILE.png]        the running loop, live

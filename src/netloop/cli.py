@@ -3,15 +3,25 @@
     netloop run EXPERIMENT.yaml [--results DIR] [--dry-run]   run an experiment, then report
     netloop report RESULTS_DIR                                 (re)write report.html, report.md, figures
     netloop validate EXPERIMENT.yaml ...                       check experiment files only
+    netloop compare A B [--out DIR]                            two campaigns side by side
+    netloop plot --live | RUN_DIR                              the loop's signals, live or recorded
     netloop testbed up|down|status                             emulated hosts and links
     netloop bag synthetic --out F.bag                          a LaserScan bag for the LIDAR flow
     netloop bag lidar --world W --out F.bag                    record one from the simulated car
     netloop bench [--out DIR]                                  latency and throughput benchmarks
     netloop calibrate PROFILE [--part all|tables|fig19]        published vs netloop (Pound Tables I-II, Fig. 19)
+
+Building the parser imports Python's standard library and PyYAML only: every module a
+``register`` function comes from keeps numpy, scipy, control, matplotlib, rospy and the
+simulator inside the functions that run a command. So ``--help`` of every command,
+``validate`` and ``run --dry-run`` work on a fresh clone; ``bin/netloop`` runs them with the
+system's Python when the package is not built yet (no ``.venv``) and sets ``NETLOOP_MISSING``,
+and every other command then stops with one line saying what is missing.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -23,6 +33,9 @@ def _warn(cfg) -> None:
     from .experiment import experiment_warnings
     for w in experiment_warnings(cfg):
         print(f"netloop: warning: {w}", file=sys.stderr)
+    if any(f.kind == "topic" and f.datatype for f in cfg.flows) and importlib.util.find_spec("roslib") is None:
+        print("netloop: warning: the flows' message types (datatype) are not checked: no ROS Python here "
+              "(missing: roslib); 'run' checks them", file=sys.stderr)
 
 
 def experiment_keys_markdown() -> str:
@@ -123,11 +136,37 @@ def _cmd_bench(args) -> int:
     return bench.main(Path(args.out))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="netloop", description="Control-over-network experiments for ROS1.")
-    sub = parser.add_subparsers(dest="command", required=True)
+#: Set by bin/netloop when it runs without the built package: what is missing (".venv, .build").
+MISSING_ENV = "NETLOOP_MISSING"
 
-    p = sub.add_parser("run", help="run an experiment file and write its report")
+_DESCRIPTION = """\
+Control-over-network experiments for ROS1: a control loop (and perturbing flows) run over
+an emulated or real network once per transport, then a report of how much each transport
+degrades the loop."""
+
+_EPILOG = """\
+common commands:
+  netloop validate experiments/rlc_loopback.yaml       check an experiment file, run nothing
+  netloop run --dry-run experiments/rlc_loopback.yaml  list its runs and their duration
+  netloop run experiments/rlc_loopback.yaml            run it (loopback: no root), write the report
+  netloop report results/<campaign>                    write a campaign's report again
+  netloop validate --keys                              every key an experiment file may hold
+  netloop COMMAND --help                               the flags of one command
+
+Every command and flag: docs/cli.md. --help, validate and run --dry-run need only Python 3
+and PyYAML; the other commands need the built package ('make build')."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: every sub-command, with help strings (docs/cli.md is generated
+    from it). Imports no heavy module (see the module docstring)."""
+    parser = argparse.ArgumentParser(
+        prog="netloop", description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands")
+
+    p = sub.add_parser("run", help="run an experiment file and write its report",
+                       description="Run every cell of an experiment (transports x sweep x repetitions) "
+                                   "into a new campaign directory, then write its report.")
     p.add_argument("experiment", nargs="?", help="experiment YAML file (see experiments/)")
     p.add_argument("--results", type=Path, default=None, help="parent directory of the results (default results/)")
     p.add_argument("--dry-run", action="store_true", help="print the runs and the expected duration, run nothing")
@@ -144,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("validate", help="check experiment files without running anything")
-    p.add_argument("experiments", nargs="*")
+    p.add_argument("experiments", nargs="*", help="experiment YAML files to check")
     p.add_argument("--keys", action="store_true", help="print every key an experiment file may hold")
     p.add_argument("--machines", metavar="HOSTS", default=None, help="validate for these real machines (hosts file)")
     p.set_defaults(func=_cmd_validate)
@@ -159,24 +198,34 @@ def build_parser() -> argparse.ArgumentParser:
     from .calibrate import register as register_calibrate
     register_calibrate(sub)
 
-    bag = sub.add_parser("bag", help="make LaserScan bags for the LIDAR flow")
-    bag_sub = bag.add_subparsers(dest="bag_command", required=True)
-    from .bags import add_synthetic_command
-    from .sim.bag_tool import add_lidar_command
-    add_synthetic_command(bag_sub)
-    add_lidar_command(bag_sub)
+    from .bags import register as register_bag  # netloop bag synthetic|lidar
+    register_bag(sub)
 
-    try:  # netloop compare, netloop plot --live (analysis/commands.py)
-        from .analysis.commands import register as register_analysis
-    except ImportError:
-        pass
-    else:
-        register_analysis(sub)
+    from .analysis.commands import register as register_analysis  # netloop compare, netloop plot
+    register_analysis(sub)
     return parser
+
+
+def _command_name(args) -> str:
+    """``run``, ``bag lidar``, ``testbed up``: the command as typed, for messages."""
+    words = (args.command, getattr(args, "bag_command", None), getattr(args, "testbed_cmd", None))
+    return " ".join(w for w in words if w)
+
+
+def _runs_without_build(args) -> bool:
+    """Commands that need Python and PyYAML only (as does every --help)."""
+    return args.command == "validate" or (args.command == "run" and args.dry_run)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    name = _command_name(args)
+    missing = os.environ.get(MISSING_ENV)
+    if missing and not _runs_without_build(args):
+        hint = "; 'run --dry-run' works without it" if args.command == "run" else ""
+        print(f"netloop: '{name}' needs the built package: run 'make build' first (missing: {missing}){hint}",
+              file=sys.stderr)
+        return 2
     try:
         return args.func(args)
     except ConfigError as err:
@@ -184,6 +233,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except FileNotFoundError as err:
         print(f"netloop: {err}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:   # a dependency of this command (numpy, matplotlib, rospy, ...)
+        module = (err.name or "").partition(".")[0]
+        if not module or module == "netloop":
+            raise
+        print(f"netloop: '{name}' needs the Python module '{module}', which is not installed "
+              f"(missing: {module}); 'make build' installs it", file=sys.stderr)
         return 2
 
 

@@ -36,7 +36,7 @@ class Simulator:
 
     def check_params(self, params: dict[str, Any], world: str) -> None:
         """ConfigError (key relative to ``loop.teleop.sim``) for parameters it does not take."""
-        from ..sim.simulation import load_sim_config  # noqa: PLC0415 - pybullet, only for teleop
+        from ..sim.config import load_sim_config  # noqa: PLC0415
         load_sim_config(dict(params, world=world))
 
     def start(self, hosts, host: str, world: str, params: dict[str, Any]) -> Any:

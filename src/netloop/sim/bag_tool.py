@@ -24,7 +24,6 @@ intensities 4), i.e. 30 kB/s = 240 kbit/s at 20 Hz; with ``--intensities`` 2937 
 from __future__ import annotations
 
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -193,36 +192,3 @@ def _serialized_size(msg) -> int:
     buf = BytesIO()
     msg.serialize(buf)
     return len(buf.getvalue())
-
-
-def _cmd_lidar(args) -> int:
-    from netloop.schema import ConfigError  # noqa: PLC0415
-
-    from .world import WorldError  # noqa: PLC0415
-    try:
-        s = record_lidar_bag(args.world, args.out, seconds=args.seconds, rate=args.rate, start=args.start,
-                             x=args.x, y=args.y, yaw=args.yaw, scan_only=not args.with_odom,
-                             intensities=args.intensities)
-    except (WorldError, ConfigError, ValueError) as err:
-        print(f"netloop bag lidar: {err}", file=sys.stderr)
-        return 2
-    print(f"netloop bag lidar: wrote {s['bag']}: {s['scans']} scans ({s['scan_bytes']} bytes each) at "
-          f"{s['rate']:g} Hz over {s['seconds']:g} s in '{s['world']}', drove {s['distance_m']} m, "
-          f"{s['wall_contacts']} wall contacts, topics {' '.join(s['topics'])} ({s['wall_time_s']} s)")
-    return 0
-
-
-def add_lidar_command(bag_subparsers) -> None:
-    """``netloop bag lidar --world W --out F.bag [--seconds N] [--rate HZ] ...``."""
-    p = bag_subparsers.add_parser("lidar", help="drive the simulated car around a world and record its LaserScans")
-    p.add_argument("--world", required=True, help="arena | tunnel | path of an SDF .world file")
-    p.add_argument("--out", required=True, help="bag file to write")
-    p.add_argument("--seconds", type=float, default=30.0, help="simulated seconds to record (default 30)")
-    p.add_argument("--rate", type=float, default=20.0, help="scans per second (default 20)")
-    p.add_argument("--start", type=float, default=None, help="stamp of the first scan, Unix seconds (default now)")
-    p.add_argument("--x", type=float, default=0.0, help="start position of the car (m)")
-    p.add_argument("--y", type=float, default=0.0)
-    p.add_argument("--yaw", type=float, default=0.0, help="start heading (rad)")
-    p.add_argument("--with-odom", action="store_true", help="also /odom, /tf and /tf_static (default: /scan only)")
-    p.add_argument("--intensities", action="store_true", help="fill intensities (zeros), as Gazebo does")
-    p.set_defaults(func=_cmd_lidar)

@@ -25,7 +25,7 @@ Subscribes ``cmd_vel`` (geometry_msgs/Twist; mapped exactly like the car driver,
 
 Stamps: with /use_sim_time they are simulated time, otherwise the wall clock when the
 message is made (so delays measured against them are real). Parameters: the keys of
-:data:`netloop.sim.simulation.SIM_SCHEMA` as private parameters (``~world``, ``~x`` ...).
+:data:`netloop.sim.config.SIM_SCHEMA` as private parameters (``~world``, ``~x`` ...).
 A bad parameter, world or URDF ends the node before anything moves, exit status 2.
 """
 from __future__ import annotations

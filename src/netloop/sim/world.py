@@ -26,8 +26,6 @@ from pathlib import Path
 
 from netloop import paths
 
-from .geometry import quat_from_axis_angle, quat_from_rpy, quat_mul, quat_to_matrix
-
 WORLDS_DIR = paths.REPO / "worlds"
 LOCAL_MODELS_DIR = WORLDS_DIR / "models"
 DEFAULT_URDF = paths.REPO / "models" / "sunfounder_car" / "urdf" / "sunfounder_car.urdf"
@@ -245,6 +243,8 @@ class Joint:
 def joint_transform(joint: Joint, q: float = 0.0):
     """(translation, rotation x y z w) of a joint's child link in its parent link at position
     ``q`` - what robot_state_publisher computes from the URDF."""
+    # numpy only here, so that validating a world (netloop validate) needs no numpy
+    from .geometry import quat_from_axis_angle, quat_from_rpy, quat_mul, quat_to_matrix  # noqa: PLC0415
     xyz = list(joint.xyz)
     rot = quat_from_rpy(*joint.rpy)
     if joint.type in ("revolute", "continuous"):
