@@ -48,10 +48,20 @@ PAGES = {
     "results": "docs/results.md",
 }
 
-_BLOCK = re.compile(r"(?P<start><!--\s*generated:\s*(?P<name>[\w-]+)(?:\s+\(by `make docs`\))?\s*-->)"
+_BLOCK = re.compile(r"^(?P<start><!--\s*generated:\s*(?P<name>[\w-]+)(?:\s+\(by `make docs`\))?\s*-->)"
                     r"(?P<body>.*?)"
-                    r"(?P<end><!--\s*end generated:\s*(?P=name)\s*-->)", re.S)
-_OPENING = re.compile(r"<!--\s*generated:\s*([\w-]+)")
+                    r"^(?P<end><!--\s*end generated:\s*(?P=name)\s*-->)", re.S | re.M)
+_OPENING = re.compile(r"^<!--\s*generated:\s*([\w-]+)", re.M)
+_FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", re.S | re.M)
+
+
+def _in_code(text: str) -> list[tuple[int, int]]:
+    """Spans of the fenced code blocks of a page (where a marker is an example, not a block)."""
+    return [m.span() for m in _FENCE.finditer(text)]
+
+
+def _outside(spans: list[tuple[int, int]], at: int) -> bool:
+    return not any(a <= at < b for a, b in spans)
 
 
 class Unavailable(Exception):
@@ -295,29 +305,36 @@ def _run_metadata(campaign: Path) -> list[dict]:
 
 
 def _date(campaign: Path, metas: list[dict]) -> str:
-    starts = sorted(str(m["start_time"]) for m in metas if m.get("start_time"))
-    if starts:
-        return starts[0][:10]
+    days = sorted({str(m["start_time"])[:10] for m in metas if m.get("start_time")})
+    if days:
+        return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
     stamp = _STAMP.search(campaign.name)
     return f"{stamp.group(1)[:4]}-{stamp.group(1)[4:6]}-{stamp.group(1)[6:]}" if stamp else "date unknown"
 
 
 def _machine(metas: list[dict]) -> str:
-    """CPU, cores, kernel and git revision of the campaign's runs (the first run's; several
-    machines or revisions are all named)."""
-    def one(m: dict) -> str:
-        host, git = m.get("host") or {}, m.get("git") or {}
+    """CPU, cores and kernel of the machine(s) the campaign's runs ran on, and the git
+    revision(s) of netloop they ran (first and last when a campaign spans several)."""
+    machines = []
+    for m in metas:
+        host = m.get("host") or {}
         parts = []
         if host.get("cpu"):
-            cores = host.get("cores")
-            parts.append(f"{host['cpu']}" + (f", {cores} cores" if cores else ""))
+            parts.append(f"{host['cpu']}" + (f", {host['cores']} cores" if host.get("cores") else ""))
         if host.get("kernel"):
             parts.append(f"Linux {host['kernel']}")
-        if git.get("commit"):
-            parts.append(f"git {str(git['commit'])[:10]}" + (" (with local changes)" if git.get("dirty") else ""))
-        return "; ".join(parts)
-    machines = list(dict.fromkeys(one(m) for m in metas if one(m)))
-    return " / ".join(machines) if machines else "machine not recorded"
+        if parts and "; ".join(parts) not in machines:
+            machines.append("; ".join(parts))
+    ordered = sorted(metas, key=lambda m: str(m.get("start_time") or ""))
+    commits = list(dict.fromkeys(str((m.get("git") or {}).get("commit"))[:10] for m in ordered
+                                 if (m.get("git") or {}).get("commit")))
+    dirty = any((m.get("git") or {}).get("dirty") for m in metas)
+    text = " / ".join(machines) or "machine not recorded"
+    if commits:
+        text += "; git " + (commits[0] if len(commits) == 1 else
+                            f"{commits[0]} to {commits[-1]} ({len(commits)} revisions)")
+        text += " with local changes" if dirty else ""
+    return text
 
 
 def _valid(campaign: Path) -> str:
@@ -479,9 +496,11 @@ def _rewrite(text: str, content: dict[str, str | None]) -> tuple[str, list[str]]
     """``text`` with every block whose content is known rewritten; the names that changed."""
     changed: list[str] = []
 
+    code = _in_code(text)
+
     def repl(m: re.Match) -> str:
         body = content.get(m.group("name"))
-        if body is None:
+        if body is None or not _outside(code, m.start()):
             return m.group(0)
         new = f"{m.group('start')}\n\n{body.strip()}\n\n{m.group('end')}"
         if new != m.group(0):
@@ -504,8 +523,9 @@ def run(root: Path, results_dir: Path, check: bool = False, only: list[str] | No
     problems, found = [], {}
     for page, text in texts.items():
         rel = page.relative_to(ctx.root).as_posix()
-        closed = [m.group("name") for m in _BLOCK.finditer(text)]
-        for name in _OPENING.findall(text):
+        code = _in_code(text)
+        closed = [m.group("name") for m in _BLOCK.finditer(text) if _outside(code, m.start())]
+        for name in [m.group(1) for m in _OPENING.finditer(text) if _outside(code, m.start())]:
             if name not in GENERATORS:
                 problems.append(f"{rel}: unknown generated block {name!r} (known: {', '.join(GENERATORS)})")
             elif name not in closed:
