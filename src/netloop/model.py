@@ -3,7 +3,7 @@
 Each section is a class whose fields are declared with :func:`~netloop.schema.key`; from
 that one definition come the validation (every problem of a file reported at once, each
 naming its dotted key and what is allowed), the defaults, the key reference in
-``experiments/README.md`` (``netloop validate --keys``) and the JSON written into each run's
+``docs/experiments.md`` (``netloop validate --keys``) and the JSON written into each run's
 ``metadata.json`` (:func:`~netloop.schema.to_dict`). Checks that need more than one key
 (hosts of the link profile, a teleop world that must load, ...) live in
 :mod:`netloop.experiment` and in the loop kinds (:mod:`netloop.loops`).
@@ -78,7 +78,7 @@ class Teleop:
                                                             "package), gazebo (gazebo_ros, where installed), or "
                                                             "car (no simulator: the real car's driver)",
                               what="simulator"))
-    sim: dict[str, Any] = key(Map({}, {}, "simulator parameters (nodes/README.md), e.g. {camera_rate: 15}",
+    sim: dict[str, Any] = key(Map({}, {}, "simulator parameters (docs/simulation.md), e.g. {camera_rate: 15}",
                                   extra=Any_()))
     trial: dict[str, Any] = key(Map({}, {}, "overrides of controllers/config/teleop_trial.yaml, e.g. "
                                             "{duration: 8}", extra=Any_()))
