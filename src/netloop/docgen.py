@@ -394,23 +394,21 @@ def report_extract(report_md: str) -> tuple[str, str]:
     at = next((i for i, (h, _) in enumerate(sections) if h.lower().startswith("summary")), None)
     summary_lines = sections[at][1] if at is not None else []
     table = ""
+    caption = re.compile(r"\*[^*].*\*$")
     for _, lines in sections[at if at is not None else 0:]:
         span = _first_table(lines)
         if span:
             start, end = span
             block = lines[start:end]
-            if end + 1 < len(lines) and not lines[end].strip() and re.match(r"\*[^*].*\*$", lines[end + 1].strip()):
-                block += ["", lines[end + 1]]   # its caption
-            elif end < len(lines) and re.match(r"\*[^*].*\*$", lines[end].strip()):
-                block += ["", lines[end]]
+            after = end + 1 if end < len(lines) and not lines[end].strip() else end
+            if after < len(lines) and caption.match(lines[after].strip()):   # its caption
+                block += ["", lines[after]]
+                end = after + 1
             table = "\n".join(block)
             if lines is summary_lines:
                 summary_lines = lines[:start] + lines[end:]
             break
     summary = "\n".join(line for line in summary_lines if not re.match(r"#{1,6}\s", line))
-    summary = re.sub(r"\n{3,}", "\n\n", summary).strip()
-    if table and table.splitlines()[-1].startswith("*") and summary.endswith(table.splitlines()[-1]):
-        summary = summary[: -len(table.splitlines()[-1])].strip()
     summary = re.sub(r"\n{3,}", "\n\n", _local_only(summary)).strip()
     return summary, _local_only(table)
 
