@@ -1,0 +1,52 @@
+# ROS 2's middlewares (issue 25): libnetloop_ros2 = the CDR conversion, ROS 2 names, QoS profiles
+# and the middleware registry, plus one backend per middleware library found at build time
+# (Debian: cyclonedds-dev -> cyclonedds, libfastrtps-dev + libfastcdr-dev -> fastdds; zenoh is
+# added by cmake/zenoh.cmake). A backend registers itself from its own .cpp (src/ros2/registry.h),
+# so the library is SHARED; availableMiddlewares() lists what this build has.
+find_package(CycloneDDS QUIET)
+find_package(fastcdr QUIET)
+find_package(fastrtps QUIET)
+
+add_library(netloop_ros2 SHARED
+  src/ros2/cdr.cpp
+  src/ros2/names.cpp
+  src/ros2/qos.cpp
+  src/ros2/factory.cpp)
+target_include_directories(netloop_ros2 PUBLIC ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(netloop_ros2 pthread)
+set(NETLOOP_ROS2_MIDDLEWARES "")
+
+if(TARGET CycloneDDS::ddsc)
+  target_sources(netloop_ros2 PRIVATE src/ros2/cyclonedds.cpp)
+  target_link_libraries(netloop_ros2 CycloneDDS::ddsc)
+  list(APPEND NETLOOP_ROS2_MIDDLEWARES cyclonedds)
+  target_compile_definitions(netloop_ros2 PUBLIC NETLOOP_ROS2_HAVE_CYCLONEDDS=1)
+else()
+  message(STATUS "netloop: Cyclone DDS not found (Debian: cyclonedds-dev): no cyclonedds middleware")
+endif()
+
+if(TARGET fastrtps AND TARGET fastcdr)
+  target_sources(netloop_ros2 PRIVATE src/ros2/fastdds.cpp)
+  target_link_libraries(netloop_ros2 fastrtps fastcdr)
+  list(APPEND NETLOOP_ROS2_MIDDLEWARES fastdds)
+  target_compile_definitions(netloop_ros2 PUBLIC NETLOOP_ROS2_HAVE_FASTDDS=1)
+else()
+  message(STATUS "netloop: Fast DDS not found (Debian: libfastrtps-dev libfastcdr-dev): no fastdds middleware")
+endif()
+
+string(REPLACE ";" "," _netloop_ros2_list "${NETLOOP_ROS2_MIDDLEWARES}")
+target_compile_definitions(netloop_ros2 PRIVATE NETLOOP_ROS2_BUILT_WITH="${_netloop_ros2_list}")
+message(STATUS "netloop: ROS 2 middlewares built in netloop_ros2: ${_netloop_ros2_list}")
+
+install(TARGETS netloop_ros2
+  ARCHIVE DESTINATION ${CATKIN_PACKAGE_LIB_DESTINATION}
+  LIBRARY DESTINATION ${CATKIN_PACKAGE_LIB_DESTINATION})
+
+# The gtests of test/cpp/test_ros2_*.cpp join the package's C++ test binary (every middleware
+# the build has; a test for a middleware missing from the build skips itself).
+if(TARGET netloop_cpp_tests)
+  file(GLOB NETLOOP_ROS2_TESTS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/test/cpp/test_ros2_*.cpp)
+  target_sources(netloop_cpp_tests PRIVATE ${NETLOOP_ROS2_TESTS})
+  target_link_libraries(netloop_cpp_tests netloop_ros2 ${catkin_LIBRARIES})
+  add_dependencies(netloop_cpp_tests ${PROJECT_NAME}_generate_messages_cpp)
+endif()

@@ -1,0 +1,1 @@
+// cyclonedds backend: in progress

@@ -1,0 +1,1 @@
+// fastdds backend: in progress
