@@ -251,6 +251,7 @@ def _validate_one(data: Any, source: str | None, name: str | None) -> Experiment
         _check_host_computers(exp, hosts, found)
         _check_faults(exp, hosts, found)
         _check_per_robot(exp, found)
+        _check_ros2(exp, found)
     if not found.found:
         _check_message_sizes(exp, found)
     found.raise_if_any(source)
@@ -284,6 +285,13 @@ def _check_per_robot(exp: Experiment, found: Collector) -> None:
         if "robot" not in [flow.from_, *flow.to]:
             found.add(f"flows[{i}].per_robot", f"the flow neither starts nor ends on 'robot' (from {flow.from_}, "
                                                f"to {', '.join(flow.to)}): nothing to give each robot")
+
+
+def _check_ros2(exp: Experiment, found: Collector) -> None:
+    """ROS 2 transports: what the native nodes cannot do, and late subscribers."""
+    from .transports.ros2 import check_experiment  # noqa: PLC0415
+    for key, message in check_experiment(exp):
+        found.add(key, message)
 
 
 #: link types whose emulator can lose a share of the packets (faults[].loss)
@@ -398,6 +406,13 @@ def experiment_warnings(exp: Experiment) -> list[str]:
     """Things worth saying before a run that are not errors: flows the link cannot carry; on
     real machines without a known rate, a priority relay that cannot pace."""
     out = []
+    from .transports.ros2 import MIDDLEWARES  # noqa: PLC0415
+    if not any(t in MIDDLEWARES for t in exp.transport):
+        qos_keys = (["loop.qos"] if any(v is not None for v in exp.loop.qos.values()) else []) + \
+            [f"flows[{i}].qos" for i, f in enumerate(exp.flows) if any(v is not None for v in f.qos.values())]
+        if qos_keys:
+            out.append(f"{', '.join(qos_keys)}: QoS applies to ROS 2 transports ({', '.join(MIDDLEWARES)}) only; "
+                       f"transport {', '.join(exp.transport)} ignores it")
     if exp.machines:
         capacity = load_machines(exp.machines).link_mbit
         if capacity is None and "priority" in exp.transport and \

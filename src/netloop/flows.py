@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .schema import Collector, ConfigError
 
@@ -171,51 +171,65 @@ def sink_names(flow: "Flow") -> list[tuple[str, str, str]]:
     return [(f"flow_{flow.name}_sink{k}", host, f"flow_{flow.name}_rx{k}.csv") for k, host in enumerate(hosts, 1)]
 
 
-def flow_processes(flow: "Flow", transport: str, run_dir: Path, node_binary) -> list[dict[str, Any]]:
+def flow_processes(flow: "Flow", transport: str, run_dir: Path, node_binary,
+                   endpoint: Callable[[str, str, str, str], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """What to start for one flow: a list of {name, host, argv, params, publishes, subscribes}
     (params are private parameters of the node, set on the master before it starts;
     publishes/subscribes name the flow's topics the node sends and takes, so that every
-    connection can be checked), the subscribers first."""
+    connection can be checked), the subscribers first.
+
+    ``endpoint(topic, role, node, host)`` gives the parameters that carry one of the flow's
+    topics at a node (``role``: ``subscriber`` or ``publisher``; the run transport's
+    ``endpoint_params``, e.g. a ROS 2 middleware's); by default a subscriber asks for the ROS
+    transport ``transport`` and a publisher needs nothing."""
     name, topic = flow.name, topic_of(flow)
     rec = run_dir / "records"
     queues = {"publisher_queue_size": flow.publisher_queue_size, "subscriber_queue_size": flow.subscriber_queue_size}
+    if endpoint is None:
+        def endpoint(_topic: str, role: str, _node: str, _host: str) -> dict[str, Any]:
+            return {"transport": transport} if role == "subscriber" else {}
 
     def sink(node: str, host: str, record: str, on: str) -> dict[str, Any]:
         return {"name": node, "host": host, "argv": [str(node_binary("flow_sink")), f"__name:={node}", f"flow:={on}"],
-                "params": {"transport": transport, "kind": "rx", "record_path": str(rec / record), **queues},
+                "params": {**endpoint(on, "subscriber", node, host), "kind": "rx", "record_path": str(rec / record),
+                           **queues},
                 "publishes": [], "subscribes": [on]}
 
-    def relay(node: str, host: str, take: str, ros_transport: str, record: str, datatype, md5sum, definition):
-        """flow_sink in relay mode: takes ``take`` on its host, republishes on the flow's topic."""
+    def relay(node: str, host: str, take: str, take_params: dict[str, Any], record: str, datatype, md5sum,
+              definition, out: str | None = None):
+        """flow_sink in relay mode: takes ``take`` on its host (with ``take_params``: its
+        subscriber's), republishes on ``out`` (the flow's topic unless given)."""
+        out = out or topic
         return {"name": node, "host": host,
-                "argv": [str(node_binary("flow_sink")), f"__name:={node}", f"flow:={topic}", f"flow_in:={take}"],
-                "params": {"republish": True, "transport": ros_transport, "kind": "tap", "datatype": datatype,
-                           "md5sum": md5sum, "definition": definition, "record_path": str(rec / record), **queues},
-                "publishes": [topic], "subscribes": [take]}
+                "argv": [str(node_binary("flow_sink")), f"__name:={node}", f"flow:={out}", f"flow_in:={take}"],
+                "params": {**endpoint(out, "publisher", node, host), **take_params, "republish": True, "kind": "tap",
+                           "datatype": datatype, "md5sum": md5sum, "definition": definition,
+                           "record_path": str(rec / record), **queues},
+                "publishes": [out], "subscribes": [take]}
 
     if flow.kind == "echo":  # source -> echoer on the far host (republishes on <topic>/echo) -> sink here
         cls = message_class(flow_datatype(flow))
-        echoer = relay(f"flow_{name}_echo", flow.to[0], topic, transport, f"flow_{name}_echo.csv",
-                       cls._type, cls._md5sum, cls._full_text)
-        echoer["argv"][2] = f"flow:={echo_topic(flow)}"
-        echoer["publishes"] = [echo_topic(flow)]
+        node = f"flow_{name}_echo"
+        echoer = relay(node, flow.to[0], topic, endpoint(topic, "subscriber", node, flow.to[0]),
+                       f"flow_{name}_echo.csv", cls._type, cls._md5sum, cls._full_text, out=echo_topic(flow))
         back = sink(f"flow_{name}_sink", flow.from_, f"flow_{name}_rx.csv", echo_topic(flow))
-        return [back, echoer, _source(flow, topic, rec, queues, run_dir, node_binary)]
+        return [back, echoer, _source(flow, topic, rec, queues, run_dir, node_binary, endpoint)]
 
     sinks = [sink(node, host, record, topic) for node, host, record in sink_names(flow)]
     if flow.kind in ("generic", "camera"):
-        return sinks + [_source(flow, topic, rec, queues, run_dir, node_binary)]
+        return sinks + [_source(flow, topic, rec, queues, run_dir, node_binary, endpoint)]
 
+    local_in = {"transport": "tcp_nodelay"}   # the tap's input is a topic of its own host (ROS 1)
     if flow.kind == "topic":  # the live topic -> relay recording each send (network topic) -> sinks
         cls = message_class(flow.datatype)
-        return sinks + [relay(f"flow_{name}_relay", flow.from_, flow.source_topic, "tcp_nodelay",
+        return sinks + [relay(f"flow_{name}_relay", flow.from_, flow.source_topic, local_in,
                               f"flow_{name}_tx.csv", cls._type, cls._md5sum, cls._full_text)]
 
     # lidar_bag: rosbag play (local topic) -> relay recording each send (network topic) -> sinks.
     from .bags import cached_lidar_bag, message_type_of  # noqa: PLC0415
     bag = Path(flow.bag) if flow.bag else cached_lidar_bag(flow.count or 1200, 1.0 / flow.period)
     local = f"{topic}_local"
-    tap = relay(f"flow_{name}_relay", flow.from_, local, "tcp_nodelay", f"flow_{name}_tx.csv",
+    tap = relay(f"flow_{name}_relay", flow.from_, local, local_in, f"flow_{name}_tx.csv",
                 *message_type_of(bag, flow.bag_topic))
     play_args = ["rosbag", "play", "--quiet", "--wait-for-subscribers", f"--delay={max(flow.start_delay, 1.0)}",
                  str(bag), f"{flow.bag_topic}:={local}", f"__name:=flow_{name}_play"]
@@ -226,10 +240,12 @@ def flow_processes(flow: "Flow", transport: str, run_dir: Path, node_binary) -> 
     return sinks + [tap, play]
 
 
-def _source(flow: "Flow", topic: str, rec: Path, queues: dict, run_dir: Path, node_binary) -> dict[str, Any]:
+def _source(flow: "Flow", topic: str, rec: Path, queues: dict, run_dir: Path, node_binary,
+            endpoint: Callable[[str, str, str, str], dict[str, Any]]) -> dict[str, Any]:
     """``flow_source`` publishing the flow's messages (generic, echo, camera)."""
-    params = {"period": flow.period, "count": flow.count, "start_delay": flow.start_delay,
-              "record_path": str(rec / f"flow_{flow.name}_tx.csv"), **queues}
+    node = f"flow_{flow.name}_source"
+    params = {**endpoint(topic, "publisher", node, flow.from_), "period": flow.period, "count": flow.count,
+              "start_delay": flow.start_delay, "record_path": str(rec / f"flow_{flow.name}_tx.csv"), **queues}
     if flow.send_jitter:
         params.update(send_jitter=flow.send_jitter, seed=zlib.crc32(flow.name.encode()) % 2**31 or 1)  # XML-RPC int
     if flow.kind in ("generic", "echo"):
@@ -239,7 +255,6 @@ def _source(flow: "Flow", topic: str, rec: Path, queues: dict, run_dir: Path, no
     else:
         frames = camera_frames(run_dir / "flows" / flow.name, flow.width, flow.height, flow.jpeg_quality)
         params.update(message="compressed_image", frames_dir=str(frames))
-    node = f"flow_{flow.name}_source"
     return {"name": node, "host": flow.from_, "argv": [str(node_binary("flow_source")), f"__name:={node}",
                                                        f"flow:={topic}"],
             "params": params, "publishes": [topic], "subscribes": []}

@@ -199,6 +199,18 @@ if [ -n "$iface" ]; then
     iw dev "$iface" link 2>/dev/null | sed -n 's/^[[:space:]]*SSID: \(.*\)/ssid=\1/p; s/^[[:space:]]*tx bitrate: \(.*\)/tx_bitrate=\1/p; s/^[[:space:]]*signal: \(.*\)/signal=\1/p'
   fi
 fi
+lib="$root/.build/ws/devel/lib/libnetloop_ros2.so"; info="$root/.build/ws/devel/lib/netloop/netloop_ros2_info"
+if [ -x "$info" ]; then
+  echo "ros2=$("$info" 2>/dev/null | grep -oE 'cyclonedds|fastdds|zenoh' | sort -u | tr '\n' ' ')"
+elif [ -r "$lib" ]; then
+  m=""
+  readelf -d "$lib" 2>/dev/null | grep -q 'libddsc\.so' && m="$m cyclonedds"
+  readelf -d "$lib" 2>/dev/null | grep -q 'libfastrtps\.so' && m="$m fastdds"
+  nm -D --defined-only "$lib" 2>/dev/null | grep -qE ' (z_|nlz_)|zenoh_shim|ZenohParticipant' && m="$m zenoh"
+  echo "ros2=$m"
+else
+  echo "ros2="
+fi
 if command -v chronyc >/dev/null 2>&1; then
   chronyc -n tracking 2>/dev/null | sed -n 's/^Reference ID *: \(.*\)/chrony_reference=\1/p; s/^System time *: \(.*\)/chrony_system_time=\1/p; s/^Leap status *: \(.*\)/chrony_leap=\1/p'
 elif command -v timedatectl >/dev/null 2>&1; then
@@ -219,8 +231,10 @@ def _parse_lines(text: str) -> dict[str, str]:
 class RealHosts:
     """The machines of a hosts file as the hosts of one run (see the module's doc)."""
 
-    def __init__(self, machines: Machines, run_dir: Path, log=print):
+    def __init__(self, machines: Machines, run_dir: Path, log=print, middlewares: tuple[str, ...] | list[str] = ()):
         self.machines = machines
+        #: ROS 2 middlewares the run needs (cyclonedds, fastdds, zenoh): every machine's build must have them
+        self.middlewares = list(middlewares)
         self.run_dir = Path(run_dir)
         self.log = log
         #: e.g. <campaign>-<run id>: the run's directory name on every machine
@@ -387,6 +401,12 @@ class RealHosts:
                 problems.append(f"{name}: cannot write run_root {machine.run_root}")
             if found.get("interface") == "missing":
                 problems.append(f"{name}: no network interface {machine.interface!r}")
+            has = found.get("ros2", "").split()
+            lacking = [m for m in self.middlewares if m not in has]
+            if lacking:
+                problems.append(f"{name}: its build of netloop has no {', '.join(lacking)} (libnetloop_ros2 there has: "
+                                f"{', '.join(has) or 'none'}); install the libraries (scripts/setup.sh) and run "
+                                f"'make build' there")
             there = found.get("revision") or None
             if not machine.local and there != here:
                 line = (f"{name}: netloop at revision {(there or 'unknown')[:12]}, this machine at "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from .ros2.qos import override_fields
 from .schema import Any_, Bool, Enum, Int, List, Map, Num, Str, key, section
 
 FLOW_KINDS = ["generic", "camera", "lidar_bag", "topic", "echo"]
@@ -99,6 +100,9 @@ class Loop:
     subscriber_queue_size: int = key(_queue(10, "subscriber (y and u)"))
     placement: Placement = key(Placement.schema)
     teleop: Teleop = key(Teleop.schema)
+    qos: dict[str, Any] = key(Map(override_fields("y and u"), {}, "ROS 2 transports (cyclonedds, fastdds, zenoh) "
+                                                                 "only: the loop's QoS over the transport's: "
+                                                                 "{reliability, durability, depth}"))
     per_robot: bool = key(Bool(False, "rlc: one loop per robot host of the link (robot, robot2, ..., robotN: "
                                       "link_params.robots), each plant on its robot and its controller on "
                                       "placement.controller, on topics /<robot>/y and /<robot>/u"))
@@ -130,6 +134,13 @@ class Flow:
                                                        "the run's transport decides", what="flow transport"))
     publisher_queue_size: int = key(_queue(10, "publisher"))
     subscriber_queue_size: int = key(_queue(10, "subscriber"))
+    qos: dict[str, Any] = key(Map(override_fields("this flow"), {}, "ROS 2 transports (cyclonedds, fastdds, zenoh) "
+                                                                   "only: this flow's QoS over the transport's: "
+                                                                   "{reliability, durability, depth}"))
+    subscriber_delay: float = key(Num(0.0, "seconds after the run connected at which the flow's subscribers after "
+                                           "the first join (a late-joining subscriber: what it missed counts as "
+                                           "lost; with ROS 2's transient_local it gets the last depth samples); "
+                                           "0 = every subscriber from the start", ge=0, le=3600))
     width: int = key(Int(320, "camera: image width [px]", ge=8, le=8192))
     height: int = key(Int(240, "camera: image height [px]", ge=8, le=8192))
     encoding: str = key(Enum(["jpeg", "raw"], "jpeg", "camera: CompressedImage (jpeg) or Image (raw rgb8)"))

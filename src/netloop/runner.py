@@ -31,7 +31,7 @@ from .model import Experiment
 from .processes import ProcessGroup, log_tail
 from .rundir import (RunMetadata, cpu_steal_seconds, create_run_dir, invalid_attempts, read_metadata,
                      set_aside, write_json_atomic)
-from .schema import to_dict
+from .schema import ConfigError, to_dict
 from .testbed import Testbed, load_profile
 from .transports import CrossingTopic, TransportContext, get_transport
 
@@ -145,22 +145,45 @@ def crossing_topics(exp: Experiment) -> list[CrossingTopic]:
     return out
 
 
-def _start_flows(hosts: _Hosts, exp: Experiment, transport,
-                 run_dir: Path) -> tuple[list, list[tuple[str, str, str]]]:
-    """Every perturbing flow (sinks first); returns the processes that end a flow by themselves
-    (sources with a count, bag players) and (topic, publisher, subscriber) for every
-    subscriber, to check."""
-    finite, connections = [], []
+def topic_qos(exp: Experiment) -> dict[str, dict[str, Any]]:
+    """Per crossing topic the experiment's QoS overrides (``loop.qos`` for the loop's topics,
+    ``flows[].qos`` for a flow's), for ROS 2 transports."""
+    out: dict[str, dict[str, Any]] = {}
+    for t in get_loop_kind(exp.loop.type).crossing_topics(exp):
+        out[t.topic] = {k: v for k, v in exp.loop.qos.items() if v is not None}
     for flow in exp.flow_instances:
-        ros_transport = (flow.transport if flow.transport != "same"
-                         else transport.subscriber_transport(topic_of(flow), message_bytes(flow)))
-        procs = flow_processes(flow, ros_transport, run_dir, paths.node_binary)
+        for topic in (topic_of(flow), echo_topic(flow)):
+            out[topic] = {k: v for k, v in flow.qos.items() if v is not None}
+    return out
+
+
+def _start_flows(hosts: _Hosts, exp: Experiment, transport,
+                 run_dir: Path) -> tuple[list, list[tuple[str, str, str]], list[tuple[float, dict[str, Any]]]]:
+    """Every perturbing flow (sinks first); returns the processes that end a flow by themselves
+    (sources with a count, bag players), (topic, publisher, subscriber) for every subscriber
+    started, to check, and the late subscribers (``subscriber_delay``: every subscriber of a flow
+    after its first) as (delay, process) to start once the run is connected."""
+    finite, connections, late = [], [], []
+    for flow in exp.flow_instances:
+        if flow.transport != "same":
+            procs = flow_processes(flow, flow.transport, run_dir, paths.node_binary)
+        else:
+            def endpoint(topic: str, role: str, node: str, host: str, flow=flow) -> dict[str, Any]:
+                return transport.endpoint_params(topic, message_bytes(flow), role, node=node, host=host, qos=flow.qos)
+            procs = flow_processes(flow, "", run_dir, paths.node_binary, endpoint)
+        delayed = []
+        if flow.subscriber_delay > 0:
+            sinks = [p for p in procs if p["name"].startswith(f"flow_{flow.name}_sink")]
+            delayed = sinks[1:]
         for p in procs:
+            if p in delayed:
+                late.append((flow.subscriber_delay, p))
+                continue
             proc = hosts.start(p["name"], p["host"], p["argv"], p["params"])
             if p["name"].endswith(("_source", "_play")) and (flow.count or p["name"].endswith("_play")):
                 finite.append(proc)
-        connections += flow_connections(procs)
-    return finite, connections
+        connections += flow_connections([p for p in procs if p not in delayed])
+    return finite, connections, late
 
 
 def _node_uris(hosts: _Hosts, connections: list[tuple[str, str, str]]) -> dict[str, str]:
@@ -190,15 +213,96 @@ def _ended(proc, status: int) -> str:
 
 def check_machines(exp: Experiment, log: Callable[[str], None] = print) -> None:
     """The experiment's real machines checked (RealHostsError naming every problem)."""
-    RealHosts(load_machines(exp.machines), Path("check"), log).check()
+    RealHosts(load_machines(exp.machines), Path("check"), log, _middlewares(exp)).check()
+
+
+def _middlewares(exp: Experiment) -> list[str]:
+    """The ROS 2 middlewares the experiment's transports need on every machine."""
+    from .transports.ros2 import MIDDLEWARES  # noqa: PLC0415
+    return [t for t in exp.transport if t in MIDDLEWARES]
 
 
 def hosts_for(exp: Experiment, link: dict, run_dir: Path, log: Callable[[str], None]):
     """The run's hosts: real machines when the experiment names a hosts file, else the
     testbed (namespaces joined by the emulated link)."""
     if exp.machines:
-        return RealHosts(load_machines(exp.machines), run_dir, log)
+        return RealHosts(load_machines(exp.machines), run_dir, log, _middlewares(exp))
     return Testbed(link, log_dir=run_dir / "logs")
+
+
+def _split_native(transport, connections: list[tuple[str, str, str]]):
+    """(ROS 1 connections, native connections): a connection whose publisher and subscriber
+    both speak a ROS 2 middleware (``deployment: native``) has no ROS 1 connection to read."""
+    native = getattr(transport, "native_nodes", {}) or {}
+    ros1 = [c for c in connections if not (c[1] in native and c[2] in native)]
+    return ros1, [c for c in connections if c not in ros1]
+
+
+def _native_matched(transport, connections: list[tuple[str, str, str]]) -> list[str]:
+    """The nodes of native connections whose status file does not say matched yet."""
+    from .transports.ros2 import read_status  # noqa: PLC0415
+    waiting = []
+    for node in sorted({n for _, pub, sub in connections for n in (pub, sub)}):
+        status = read_status(Path(transport.native_nodes[node]["status_path"]))
+        if not status or not status.get("matched_ns"):
+            waiting.append(node)
+    return waiting
+
+
+def _native_negotiated(transport, connections: list[tuple[str, str, str]]) -> dict[str, str]:
+    several = {t for t, _, _ in connections if sum(1 for c in connections if c[0] == t) > 1}
+    return {f"{topic} -> {sub}" if topic in several else topic: transport.describe_topic(topic)
+            for topic, _, sub in connections}
+
+
+def _ros2_record(transport) -> dict[str, Any] | None:
+    """metadata.json's ``ros2``: the middleware, the deployment, the QoS per topic, and per node
+    (native nodes and bridges) its discovery time (matched - started), first sample per topic
+    (first arrival - started) and the middleware's wire statistics at exit."""
+    if not hasattr(transport, "middleware") or transport.ctx is None:
+        return None
+    from .transports.ros2 import STATUS_SUFFIX, read_status  # noqa: PLC0415
+    nodes: dict[str, Any] = {}
+    files = {n[1:]: Path(e["status_path"]) for n, e in transport.native_nodes.items()}
+    for p in transport.processes:
+        if "status_path" in p["params"]:
+            files[p["name"]] = Path(p["params"]["status_path"])
+    for node, path in sorted(files.items()):
+        st = read_status(path)
+        if not st:
+            nodes[node] = {"status": "no status file"}
+            continue
+        start = st.get("started_ns")
+        one: dict[str, Any] = {"started_ns": start, "matched": bool(st.get("matched_ns")),
+                               "endpoints": st.get("endpoints", {})}
+        if start and st.get("matched_ns"):
+            one["discovery_s"] = round((st["matched_ns"] - start) / 1e9, 6)
+        firsts = {t: ns for t, ns in (st.get("first_rx_ns") or {}).items() if ns and ns > 0}
+        if start and firsts:
+            one["first_sample_s"] = {t: round((ns - start) / 1e9, 6) for t, ns in firsts.items()}
+        for k in ("received", "wire", "final"):
+            if k in st:
+                one[k] = st[k]
+        nodes[node] = one
+    discovery = [n["discovery_s"] for n in nodes.values() if "discovery_s" in n]
+    return {"middleware": transport.middleware, "deployment": transport.deployment,
+            "qos": {t: q.as_dict() for t, q in transport.topic_qos.items()},
+            "config_files": transport.metadata().get("config_files", {}), "nodes": nodes,
+            "discovery_s_max": max(discovery) if discovery else None, "status_suffix": STATUS_SUFFIX}
+
+
+def _interfaces(testbed) -> tuple[dict[str, str], dict[str, int]]:
+    """Per host its link interface and MTU, where known (namespaces: net0; loopback: lo; real
+    machines: the hosts file's interface)."""
+    hosts = testbed.hosts
+    profile = getattr(testbed, "profile", None) or {}
+    if getattr(testbed, "is_loopback", False):
+        return {h: "lo" for h in hosts}, {h: 65536 for h in hosts}
+    machines = getattr(testbed, "machines", None)
+    if machines is not None:
+        iface = {h: m.interface for h, m in machines.hosts.items() if getattr(m, "interface", None)}
+        return iface, {}
+    return {h: "net0" for h in hosts}, {h: int(profile.get("mtu", 1500)) for h in hosts}
 
 
 class RunPhases:
@@ -260,36 +364,52 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             group = stack.enter_context(ProcessGroup(run_dir / "logs"))
             masters = _start_masters(testbed, group, transport, stack)
             hosts = _Hosts(testbed, group, masters, run_dir / "logs" / "ros")
+            interfaces, mtus = _interfaces(testbed)
             transport.start(TransportContext(
                 run_dir, {h: testbed.exec_prefix(h) for h in testbed.hosts},
                 {h: testbed.address(h) for h in testbed.hosts}, topics=crossing_topics(exp),
                 masters={h: m.uri for h, m in masters.items()}, start=hosts.start,
                 options=exp.transport_options.get(transport.name, {}),
-                link_mbit=testbed.link_mbit))
+                link_mbit=testbed.link_mbit, interface=interfaces, mtu=mtus, topic_qos=topic_qos(exp)))
+            if hasattr(transport, "middleware"):   # ROS 2: its record, also when the run fails
+                stack.callback(lambda: meta.update(ros2=_ros2_record(transport)))
             stack.callback(transport.stop)
             meta.update(transport=transport.metadata())  # what actually ran (implementation, stats files)
 
             nodes_started = time.monotonic()
             phases.mark("nodes_started")
-            finite, connections = _start_flows(hosts, exp, transport, run_dir)
+            finite, connections, late = _start_flows(hosts, exp, transport, run_dir)
+            late.sort(key=lambda item: item[0])
             loop = kind.start(LoopStart(hosts, exp, transport, run_dir))
             # the processes whose end ends the run (the plant(s), the teleop trial)
             endings = [p for p in (loop.ending if isinstance(loop.ending, list) else [loop.ending]) if p is not None]
             connections += [(topic, pub, sub) for topic, (pub, sub) in loop.connections.items()]
             watched = [p for p in hosts.started if p not in endings]
 
-            negotiated, seen = None, {}
+            # ROS 2 native: no ROS 1 connection to read; each node's status file says when its
+            # middleware endpoints are matched
+            ros1_connections, native_connections = _split_native(transport, connections)
+            negotiated, seen, unmatched = None, {}, []
             connect_deadline = time.monotonic() + exp.connect_timeout
-            while negotiated is None and time.monotonic() < connect_deadline:
+            while time.monotonic() < connect_deadline:
                 _check_alive(watched + endings)
                 group.sample_cpu()
-                negotiated = negotiated_transports(hosts, connections, seen)
+                if negotiated is None:
+                    negotiated = negotiated_transports(hosts, ros1_connections, seen)
+                unmatched = _native_matched(transport, native_connections) if native_connections else []
+                if negotiated is not None and not unmatched:
+                    break
                 time.sleep(0.05)
+            if negotiated is not None and native_connections and not unmatched:
+                negotiated = {**negotiated, **_native_negotiated(transport, native_connections)}
             meta.update(negotiated_transport=negotiated or {}, node_uris=_node_uris(hosts, connections),
                         masters={h: m.uri for h, m in masters.items()})
-            if negotiated is None:
-                missing = sorted(f"{topic} ({publisher} -> {subscriber})" for topic, publisher, subscriber in connections
+            if negotiated is None or unmatched:
+                missing = sorted(f"{topic} ({publisher} -> {subscriber})"
+                                 for topic, publisher, subscriber in ros1_connections
                                  if (topic, publisher, subscriber) not in seen)
+                missing += [f"{node} (its {transport.name} endpoints not matched: no matched_ns in "
+                            f"{Path(transport.native_nodes[node]['status_path']).name})" for node in unmatched]
                 raise RunFailed(f"not every subscriber connected within connect_timeout = {exp.connect_timeout:g} s: "
                                 f"{len(missing)} of {len(connections)} "
                                 f"still missing: {', '.join(missing)}")
@@ -303,7 +423,11 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             # when every finite flow has ended (or `duration` has passed) for a run without one.
             end_by = time.monotonic() + (exp.duration if exp.duration is not None else exp.run_timeout)
             deadline = time.monotonic() + exp.run_timeout
+            connected_at = time.monotonic()
             while time.monotonic() < min(deadline, end_by):
+                while late and time.monotonic() - connected_at >= late[0][0]:   # late-joining subscribers
+                    _, p = late.pop(0)
+                    hosts.start(p["name"], p["host"], p["argv"], p["params"])
                 _check_alive([p for p in watched if p not in finite] + endings)
                 group.sample_cpu()
                 faults.poll()
@@ -396,6 +520,7 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
             path.startswith("hosts.") and value is not None
             for combo in sweep_combinations(exp.sweep) for path, value in combo):
         cgroup_root()   # CPU limits impossible here (not root, no cpu controller): refused before anything starts
+    preflight(exp)
     out_dir = Path(out_dir)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     if not resume:
@@ -428,6 +553,16 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
             break
     _write_campaign(out_dir, exp, cells)
     return out_dir
+
+
+def preflight(exp: Experiment) -> None:
+    """What this machine must have for the experiment, refused before anything starts: a ROS 2
+    middleware the build lacks (``libnetloop_ros2`` lists what it was built with)."""
+    from .transports.ros2 import MIDDLEWARES, missing_middleware  # noqa: PLC0415
+    problems = [f"transport {name}: {why}" for name in exp.transport if name in MIDDLEWARES
+                for why in [missing_middleware(name)] if why]
+    if problems:
+        raise ConfigError("transport", "; ".join(problems))
 
 
 def _steal_since(before: float | None) -> float | None:

@@ -129,14 +129,20 @@ class RlcLoop(LoopKind):
         plants, connections = [], {}
         for one in loop_instances(ctx.experiment):
             remap = [f"y:={one.topic('y')}", f"u:={one.topic('u')}"] if one.robot else []
+
+            def carried(node: str, host: str, takes: str, sends: str) -> dict[str, Any]:
+                """The transport's parameters for the node's two topics (what it publishes, then
+                what it subscribes: the subscriber's ~transport wins)."""
+                return {**transport.endpoint_params(sends, size, "publisher", node=node, host=host, qos=loop.qos),
+                        **transport.endpoint_params(takes, size, "subscriber", node=node, host=host, qos=loop.qos)}
             ctx.hosts.start(one.controller, one.controller_host,
                             [str(paths.node_binary("loop_controller")), f"__name:={one.controller}"] + remap,
-                            {"transport": transport.subscriber_transport(one.topic("y"), size), **queues,
+                            {**carried(one.controller, one.controller_host, one.topic("y"), one.topic("u")), **queues,
                              "record_path": str(run_dir / "records" / f"{one.controller}.csv")})
             plants.append(ctx.hosts.start(one.plant, one.plant_host,
                                           [str(paths.node_binary("rlc_plant")), f"__name:={one.plant}"] + remap,
-                                          {"transport": transport.subscriber_transport(one.topic("u"), size), **queues,
-                                           "samples": loop.samples, "warmup": loop.warmup,
+                                          {**carried(one.plant, one.plant_host, one.topic("u"), one.topic("y")),
+                                           **queues, "samples": loop.samples, "warmup": loop.warmup,
                                            "record_path": str(run_dir / "records" / f"{one.plant}.csv")}))
             connections.update(one.connections)
         return StartedLoop(ending=plants[0] if len(plants) == 1 else plants, connections=connections)

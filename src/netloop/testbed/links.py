@@ -43,6 +43,10 @@ SUBNET_PREFIX = "10.77.0."
 PREFIX_LEN = 24
 HOST_OCTET = {"robot": 1, "operator": 2, "relay": 3}
 IFACE = "net0"
+#: Multicast goes out of every host's net0: ROS 2's discovery (SPDP multicast, Zenoh scouting) and
+#: multimaster's heartbeats send to groups without naming an interface, and a namespace has no
+#: default route; harmless for every other transport.
+MULTICAST_ROUTE = "224.0.0.0/4"
 TAP_SUFFIX = {"robot": "r", "operator": "o", "relay": "x"}
 
 
@@ -141,7 +145,8 @@ class Link:
             lines.append(f"link set dev {iface} name {IFACE}")
         lines += [f"link set dev {IFACE} mtu {mtu}",
                   f"addr add {host_address(host)}/{PREFIX_LEN} dev {IFACE}",
-                  f"link set dev {IFACE} up"]
+                  f"link set dev {IFACE} up",
+                  f"route add {MULTICAST_ROUTE} dev {IFACE}"]
         lines += [f"route add {r}" for r in routes]
         util.ip_batch(lines, ns)
 

@@ -22,6 +22,11 @@ Relay transports (``multi_master = True``: one ROS master per host; the runner c
     else :mod:`.mm_sync`); subscribers connect directly to remote publishers (:mod:`.multimaster`).
   - ``priority``: the Pound scheme, one paced UDP relay per host with one queue ordered by
     topic priority, priorities changeable at run time (:mod:`.priority`).
+
+ROS 2's middlewares (one master per host as well; :mod:`.ros2`):
+  - ``cyclonedds``, ``fastdds``, ``zenoh``: Cyclone DDS, Fast DDS, Zenoh, spoken by the nodes
+    themselves (``deployment: native``, a ROS 2 node) or by a ``ros2_bridge`` per host between
+    ROS 1 nodes (``deployment: bridge``); ROS 2's topic and type names, CDR, QoS profiles.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from .multimaster import MultimasterTransport
 from .nimbro import NimbroTransport
 from .priority import PriorityTransport
 from .ros import MixedRosTransport, RosTransport
+from .ros2 import Ros2Transport
 
 #: name -> factory of a new, unstarted instance. Each run gets its own instance (a transport
 #: keeps what it started for one run), so nothing is shared between runs or cells.
@@ -48,6 +54,12 @@ _TRANSPORTS: Registry[Transport] = Registry("transport", {
         "nimbro_topic_transport, the paper's Nimbro*: messages up to 16 KiB over UDP, larger over TCP"),
     "multimaster": MultimasterTransport,
     "priority": PriorityTransport,
+    "cyclonedds": lambda: Ros2Transport("cyclonedds", "ROS 2 over Eclipse Cyclone DDS 0.10 (native nodes, or a "
+                                                      "bridge per host)", "cyclonedds"),
+    "fastdds": lambda: Ros2Transport("fastdds", "ROS 2 over eProsima Fast DDS 2.9 (native nodes, or a bridge "
+                                                "per host)", "fastdds"),
+    "zenoh": lambda: Ros2Transport("zenoh", "ROS 2 over Eclipse Zenoh 1.x as rmw_zenoh uses it (native nodes, or "
+                                            "a bridge per host)", "zenoh"),
 })
 
 
@@ -63,4 +75,4 @@ def get_transport(name: str) -> Transport:
 
 
 __all__ = ["CrossingTopic", "Transport", "TransportContext", "RosTransport", "MixedRosTransport", "NimbroTransport",
-           "MultimasterTransport", "PriorityTransport", "transport_names", "get_transport"]
+           "MultimasterTransport", "PriorityTransport", "Ros2Transport", "transport_names", "get_transport"]

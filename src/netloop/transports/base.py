@@ -41,6 +41,13 @@ class TransportContext:
     options: dict[str, Any] = field(default_factory=dict)
     #: link capacity [Mbit/s] when the profile has one (e.g. for pacing)
     link_mbit: float | None = None
+    #: host name -> its link interface ("net0"; "lo" on loopback; a real machine's own), when known
+    interface: dict[str, str] = field(default_factory=dict)
+    #: host name -> the link's MTU at that host [bytes], when known
+    mtu: dict[str, int] = field(default_factory=dict)
+    #: topic -> the experiment's QoS overrides for it ({reliability, durability, depth} from
+    #: ``loop.qos`` / ``flows[].qos``; only ROS 2 transports use them)
+    topic_qos: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class Transport:
@@ -62,6 +69,19 @@ class Transport:
         """The ROS transport (``tcp``, ``tcp_nodelay`` or ``udp``) the subscriber of ``topic``
         must request."""
         raise NotImplementedError
+
+    def endpoint_params(self, topic: str, message_bytes: int | None = None, role: str = "subscriber",
+                        node: str | None = None, host: str | None = None,
+                        qos: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The private parameters of node ``node`` on ``host`` that carry ``topic`` (``role``:
+        ``subscriber`` or ``publisher``) the way this transport does: ROS's transports
+        ``{"transport": subscriber_transport(...)}`` for a subscriber, nothing for a publisher;
+        a ROS 2 transport deployed natively the middleware's parameters (``~middleware``, its
+        configuration file, the QoS resolved with ``qos``, the overrides of the loop or flow,
+        ``~status_path``). Called after ``start``, once per node and topic."""
+        if role != "subscriber":
+            return {}
+        return {"transport": self.subscriber_transport(topic, message_bytes)}
 
     def start(self, ctx: TransportContext) -> None:
         """Start what the transport needs besides the nodes (nothing by default)."""

@@ -1,0 +1,410 @@
+"""``cyclonedds``, ``fastdds``, ``zenoh``: ROS 2's middlewares as transports.
+
+One class, three words. Two deployments, as ROS users have them
+(``transport_options.<word>.deployment``):
+
+  ``native`` (default)  the loop's plant and controller and the flow endpoints speak the
+                        middleware themselves (``libnetloop_ros2``: CDR samples on ``rt/<topic>``
+                        with rmw's type names, exactly what a ROS 2 node puts on the wire); no
+                        ROS 1 connection carries a crossing topic. Each node still reads its
+                        parameters from its host's ROS 1 master (one per host, as for the
+                        relays, so no roscpp connection can silently cross), and writes a status
+                        file (``records/<node>.ros2.json``) when its endpoints are matched and at
+                        exit; the runner waits for those instead of ROS 1 connections.
+  ``bridge``            the ROS 1 nodes stay as they are and connect to a ``ros2_bridge`` on
+                        their host (TCP_NODELAY); the bridges carry the crossing topics over the
+                        middleware (ros1_bridge + DDS, or a Zenoh ROS 1 bridge).
+
+Options (``transport_options: {cyclonedds: {...}}``): ``deployment``, ``qos`` (ROS 2's profile
+by name), ``reliability``, ``durability``, ``depth`` (overrides), ``discovery`` (``multicast``:
+SPDP multicast / Zenoh scouting over the link, as ROS 2 does out of the box; ``peers``: the
+hosts' addresses), ``domain_id`` (ROS_DOMAIN_ID), Zenoh only ``mode`` (``peer``, or ``router``:
+a router on the operator, rmw_zenoh's scheme). ``loop.qos`` and ``flows[].qos`` override the QoS
+per loop and per flow. The middleware's own configuration is generated per host in the run
+directory (:mod:`netloop.ros2.config`).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+from ..jsonio import write_json_atomic
+from ..ros2 import config as ros2config
+from ..ros2.qos import PROFILES, Qos, override_fields, resolve
+from ..schema import Enum, Int, Map, validate
+from .base import CrossingTopic, Transport, TransportContext
+from .relay_common import TransportError, message_type
+
+MIDDLEWARES = ("cyclonedds", "fastdds", "zenoh")
+#: ROS_DOMAIN_ID's range (ROS 2: 0..232 on Linux, so that the DDS ports stay below 65536)
+DOMAIN_ID_MAX = 232
+#: what the libraries are called where a middleware is missing from the build
+LIBRARY_OF = {"cyclonedds": "Cyclone DDS (Debian: cyclonedds-dev)",
+              "fastdds": "Fast DDS (Debian: libfastrtps-dev libfastcdr-dev)",
+              "zenoh": "Zenoh (the zenoh crate through src/zenoh_shim: cargo, scripts/build.sh)"}
+#: the DDS status files' suffix (records/<node>.ros2.json)
+STATUS_SUFFIX = ".ros2.json"
+
+
+def options_schema(middleware: str) -> Map:
+    fields: dict[str, Any] = {
+        "deployment": Enum(["native", "bridge"], "native", "native: the nodes speak the middleware (a ROS 2 node); "
+                                                           "bridge: ROS 1 nodes, a bridge per host carries the "
+                                                           "crossing topics", what="deployment"),
+        "qos": Enum(list(PROFILES), "default", "ROS 2's QoS profile: default (reliable, volatile, keep last 10), "
+                                               "sensor_data (best effort, volatile, 5), transient_local (reliable, "
+                                               "transient local, 10)", what="QoS profile"),
+        **override_fields("override of the profile's"),
+        "discovery": Enum(["multicast", "peers"], "multicast",
+                          "multicast: SPDP multicast / Zenoh scouting over the link (ROS 2's default); peers: "
+                          "unicast to the hosts' addresses", what="discovery"),
+        "domain_id": Int(0, "ROS_DOMAIN_ID", ge=0, le=DOMAIN_ID_MAX),
+    }
+    if middleware == "zenoh":
+        fields["mode"] = Enum(["peer", "router"], "peer", "peer: the nodes find each other (scouting or peers); "
+                                                          "router: a Zenoh router on the operator, every node "
+                                                          "connects to it (rmw_zenoh's default), data goes peer "
+                                                          "to peer", what="zenoh mode")
+    return Map(fields, {}, f"{middleware}: deployment, QoS, discovery")
+
+
+# --- what this build has ----------------------------------------------------------------------
+
+def _library() -> Path:
+    return paths.DEVEL / "lib" / "libnetloop_ros2.so"
+
+
+@functools.lru_cache(maxsize=None)
+def available_middlewares() -> tuple[str, ...] | None:
+    """The middlewares the built ``libnetloop_ros2`` has (asked of ``netloop_ros2_info`` when
+    built, else read from the library: the DDS libraries it links, the Zenoh shim's symbols);
+    None when nothing is built."""
+    try:
+        info = paths.node_binary("netloop_ros2_info")
+    except FileNotFoundError:
+        info = None
+    if info is not None:
+        try:
+            out = subprocess.run([str(info)], capture_output=True, text=True, timeout=20).stdout
+            words = re.findall(r"\b(cyclonedds|fastdds|zenoh)\b", out)
+            return tuple(m for m in MIDDLEWARES if m in words)
+        except (OSError, subprocess.SubprocessError):
+            pass
+    lib = _library()
+    if not lib.is_file():
+        return None
+    try:
+        needed = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True, timeout=20).stdout
+        symbols = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True,
+                                 timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    have = []
+    if "libddsc.so" in needed:
+        have.append("cyclonedds")
+    if "libfastrtps.so" in needed:
+        have.append("fastdds")
+    if re.search(r"\bz_|zenoh_shim|nlz_|ZenohParticipant", symbols) or "libzenoh" in needed:
+        have.append("zenoh")
+    return tuple(have)
+
+
+def missing_middleware(middleware: str) -> str | None:
+    """Why ``middleware`` cannot run with this build, or None."""
+    have = available_middlewares()
+    if have is None:
+        return f"libnetloop_ros2 is not built ({_library()}): run 'make build'"
+    if middleware not in have:
+        return (f"this build has no {middleware} ({LIBRARY_OF[middleware]} was not found when it was built); "
+                f"it has: {', '.join(have) or 'none'}")
+    return None
+
+
+# --- the transport ---------------------------------------------------------------------------
+
+class Ros2Transport(Transport):
+    """One of ROS 2's middlewares, deployed natively or through a bridge per host."""
+
+    multi_master = True
+
+    def __init__(self, name: str, description: str, middleware: str):
+        if middleware not in MIDDLEWARES:
+            raise ValueError(f"not a ROS 2 middleware: {middleware!r}")
+        self.name, self.description, self.middleware = name, description, middleware
+        self.options_schema = options_schema(middleware)
+        self.ctx: TransportContext | None = None
+        self.options: dict[str, Any] = {}
+        self.plan: ros2config.NetPlan | None = None
+        self.config_files: dict[str, str] = {}          # host (or node) -> file
+        self.native_nodes: dict[str, dict[str, Any]] = {}   # "/node" -> {host, status_path, topics, qos}
+        self.topic_qos: dict[str, Qos] = {}
+        self.processes: list[dict[str, Any]] = []        # bridges / router: name, host, argv, params
+        self.handles: dict[str, Any] = {}
+        self.type_hashes: dict[str, str] = {}
+
+    @property
+    def deployment(self) -> str:
+        return (self.options or validate(self.options_schema, {}))["deployment"]
+
+    def subscriber_transport(self, topic, message_bytes=None):
+        return "tcp_nodelay"   # bridge: the node's connection to its local bridge
+
+    # --- planning ----------------------------------------------------------------------------
+    def qos_for(self, overrides: dict[str, Any] | None = None) -> Qos:
+        return resolve(self.options or validate(self.options_schema, {}), overrides or {},
+                       key=f"transport_options.{self.name}.qos")
+
+    def endpoint_params(self, topic: str, message_bytes: int | None = None, role: str = "subscriber",
+                        node: str | None = None, host: str | None = None,
+                        qos: dict[str, Any] | None = None) -> dict[str, Any]:
+        if self.deployment == "bridge" or self.ctx is None:
+            return {"transport": "tcp_nodelay"} if role == "subscriber" else {}
+        if node is None or host is None:
+            raise ValueError("native ROS 2 endpoints need the node's name and host")
+        resolved = self.qos_for(qos)
+        self.topic_qos[topic] = resolved
+        status = Path(self.ctx.run_dir) / "records" / f"{node}{STATUS_SUFFIX}"
+        entry = self.native_nodes.setdefault("/" + node, {"host": host, "status_path": str(status), "topics": []})
+        if topic not in entry["topics"]:
+            entry["topics"].append(topic)
+        entry["qos"] = resolved.describe()
+        params = {"transport": "tcp_nodelay", "middleware": self.middleware,
+                  "middleware_config": self._config_for(host, node), "domain_id": self.options["domain_id"],
+                  **resolved.node_params(), "status_path": str(status)}
+        if self.middleware == "zenoh":
+            params["type_hashes"] = dict(self.type_hashes)
+        return params
+
+    def _config_for(self, host: str, node: str) -> str:
+        assert self.plan is not None and self.ctx is not None
+        if self.middleware == "zenoh" and self.plan.discovery == "peers" and self.plan.zenoh_mode == "peer":
+            ros2config.plan_zenoh_port(self.plan, node, host)
+            path = Path(self.ctx.run_dir) / "transport" / f"{node}.json5"
+            ros2config.write(path, ros2config.json5_text(ros2config.zenoh_config(self.plan, host, node),
+                                                         f"netloop: Zenoh configuration of node {node} on {host}"))
+            self.config_files[node] = str(path)
+            return str(path)
+        return self.config_files[host]
+
+    def _net_plan(self, ctx: TransportContext, options: dict[str, Any]) -> ros2config.NetPlan:
+        addresses = ctx.address
+        shared = len(set(addresses.values())) < len(addresses)   # loopback: one namespace for all
+        hosts = [ros2config.HostNet(h, a, ctx.interface.get(h) or ("lo" if shared else None), ctx.mtu.get(h, 1500))
+                 for h, a in addresses.items()]
+        router = addresses.get("operator", next(iter(addresses.values()))) if options.get("mode") == "router" else None
+        return ros2config.NetPlan(hosts, options["discovery"], shared, options.get("mode", "peer"), router)
+
+    def _write_host_configs(self) -> None:
+        assert self.plan is not None and self.ctx is not None
+        out = Path(self.ctx.run_dir) / "transport"
+        for h in self.plan.hosts:
+            if self.middleware == "cyclonedds":
+                path = ros2config.write(out / f"{h.host}.xml", ros2config.cyclonedds_xml(self.plan, h.host))
+            elif self.middleware == "fastdds":
+                path = ros2config.write(out / f"{h.host}.xml",
+                                        ros2config.fastdds_xml(self.plan, h.host, self.options["domain_id"]))
+            else:
+                path = ros2config.write(out / f"{h.host}.json5", ros2config.json5_text(
+                    ros2config.zenoh_config(self.plan, h.host) if self.plan.discovery == "multicast"
+                    or self.plan.zenoh_mode == "router" else {"mode": "peer"},
+                    f"netloop: Zenoh configuration of host {h.host}"))
+            self.config_files[h.host] = str(path)
+
+    def _type_hashes(self, topics: list[CrossingTopic]) -> dict[str, str]:
+        if self.middleware != "zenoh":
+            return {}
+        from ..ros2 import names  # noqa: PLC0415 - R2's RIHS01 hashes
+        types = sorted({t.datatype for t in topics} | {"netloop/LoopSample"})
+        out = {}
+        for datatype in types:
+            out[datatype] = names.type_hash(datatype)
+        return out
+
+    # --- running ------------------------------------------------------------------------------
+    def start(self, ctx: TransportContext) -> None:
+        if self.ctx is not None:
+            raise RuntimeError(f"transport {self.name!r} already started: get_transport() gives one instance per run")
+        missing = missing_middleware(self.middleware)
+        if missing:
+            raise TransportError(f"transport {self.name}: {missing}")
+        self.ctx = ctx
+        self.options = validate(self.options_schema, ctx.options or {})
+        (Path(ctx.run_dir) / "records").mkdir(parents=True, exist_ok=True)
+        self.plan = self._net_plan(ctx, self.options)
+        self.type_hashes = self._type_hashes(ctx.topics)
+        self._write_host_configs()
+        if self.middleware == "zenoh" and self.plan.zenoh_mode == "router":
+            self._start_router()
+        if self.options["deployment"] == "bridge":
+            for spec in bridge_plan(self, ctx.topics):
+                self._launch(spec)
+        self._write_record()
+
+    def _start_router(self) -> None:
+        """A Zenoh router on the operator (rmw_zenoh's ``zenohd``): a session opened in router mode
+        by the PyPI eclipse-zenoh package (:mod:`netloop.ros2.zenoh_router`), the same Zenoh
+        release as the nodes' shim."""
+        assert self.plan is not None and self.ctx is not None
+        host = "operator" if "operator" in self.ctx.address else next(iter(self.ctx.address))
+        path = ros2config.write(Path(self.ctx.run_dir) / "transport" / "zenoh_router.json5", ros2config.json5_text(
+            ros2config.zenoh_config(self.plan, host, router=True), "netloop: the Zenoh router on the operator"))
+        self.config_files["router"] = str(path)
+        name = "zenoh_router"
+        self._launch({"name": name, "host": host,
+                      "argv": [sys.executable, "-m", "netloop.ros2.zenoh_router", str(path), f"__name:={name}"],
+                      "params": {}})
+
+    def _launch(self, spec: dict[str, Any]) -> None:
+        assert self.ctx is not None and self.ctx.start is not None, "transport started without ctx.start"
+        self.processes.append(spec)
+        self.handles[spec["name"]] = self.ctx.start(spec["name"], spec["host"], spec["argv"], spec["params"])
+
+    def _write_record(self) -> None:
+        if self.ctx is None:
+            return
+        record = self.metadata() | {"processes": [{"name": p["name"], "host": p["host"], "argv": p["argv"],
+                                                   "params": _shorten(p["params"])} for p in self.processes],
+                                    "masters": dict(self.ctx.masters)}
+        write_json_atomic(Path(self.ctx.run_dir) / "transport.json", record, indent=1)
+
+    def stop(self) -> None:
+        self._write_record()
+
+    # --- checks before anything starts -----------------------------------------------------------
+    def check_messages(self, largest_bytes: int, options: dict[str, Any]) -> str | None:
+        if self.middleware == "zenoh" and largest_bytes > ros2config.ZENOH_MAX_MESSAGE_BYTES:
+            return (f"deployment: a {largest_bytes}-byte message is larger than Zenoh's largest message "
+                    f"(transport.link.rx.max_message_size, {ros2config.ZENOH_MAX_MESSAGE_BYTES} bytes)")
+        return None
+
+    # --- what ran ------------------------------------------------------------------------------
+    def describe_topic(self, topic: str) -> str:
+        """What carries a native topic, for ``negotiated_transport``: ``cyclonedds native
+        reliable/volatile/10``."""
+        qos = self.topic_qos.get(topic) or self.qos_for()
+        return f"{self.middleware} native {qos.describe()}"
+
+    def metadata(self) -> dict[str, Any]:
+        opts = self.options or validate(self.options_schema, {})
+        out = {"name": self.name, "description": self.description, "middleware": self.middleware,
+               "deployment": opts["deployment"], "multi_master": True, "options": opts,
+               "qos": self.qos_for().as_dict()}
+        if self.ctx is not None:
+            out.update(config_files={k: str(Path(v).relative_to(self.ctx.run_dir)) for k, v in self.config_files.items()},
+                       topic_qos={t: q.describe() for t, q in self.topic_qos.items()},
+                       native_nodes={n: {"host": e["host"], "topics": e["topics"], "qos": e.get("qos"),
+                                         "status": str(Path(e["status_path"]).relative_to(self.ctx.run_dir))}
+                                     for n, e in self.native_nodes.items()})
+            if self.processes:
+                out["relay_processes"] = {p["name"]: p["host"] for p in self.processes}
+                out["stats_files"] = sorted(f"records/relay_{p['name']}_stats.jsonl" for p in self.processes)
+        return out
+
+
+def bridge_plan(transport: Ros2Transport, topics: list[CrossingTopic]) -> list[dict[str, Any]]:
+    """One ``ros2_bridge`` per host a crossing topic leaves or reaches: [{name, host, argv, params}]
+    with ``out_topics`` (ROS 1 -> middleware) and ``in_topics`` (middleware -> ROS 1), each
+    {topic, datatype, md5sum, definition, reliability, durability, depth} (src/relays/ros2_bridge.cpp).
+    Pure apart from the type look-up."""
+    assert transport.ctx is not None
+    ctx, options = transport.ctx, transport.options
+    hosts = list(ctx.address)
+    out = []
+    for h in hosts:
+        leaving = list({t.topic: t for t in topics if t.source_host == h}.values())
+        arriving = list({t.topic: t for t in topics if t.dest_host == h}.values())
+        if not leaving and not arriving:
+            continue
+        name = f"ros2_bridge_{h}"
+
+        def entry(t: CrossingTopic) -> dict[str, Any]:
+            qos = transport.topic_qos.setdefault(t.topic, transport.qos_for(_topic_overrides(ctx, t.topic)))
+            info = message_type(t.datatype) or {}
+            if not info:
+                raise TransportError(f"transport {transport.name} (bridge): message type {t.datatype!r} of "
+                                     f"{t.topic} is not installed")
+            return {"topic": t.topic, "datatype": info["type"], "md5sum": info["md5"],
+                    "definition": info["definition"], **qos.as_dict()}
+        params = {"middleware": transport.middleware, "middleware_config": transport.config_files[h],
+                  "domain_id": options["domain_id"], "out_topics": [entry(t) for t in leaving],
+                  "in_topics": [entry(t) for t in arriving],
+                  "stats_path": str(Path(ctx.run_dir) / "records" / f"relay_{name}_stats.jsonl"),
+                  "status_path": str(Path(ctx.run_dir) / "records" / f"{name}{STATUS_SUFFIX}")}
+        if transport.middleware == "zenoh":
+            params["type_hashes"] = dict(transport.type_hashes)
+        out.append({"name": name, "host": h, "argv": [str(paths.node_binary("ros2_bridge")), f"__name:={name}"],
+                    "params": params})
+    return out
+
+
+def _topic_overrides(ctx: TransportContext, topic: str) -> dict[str, Any]:
+    return ctx.topic_qos.get(topic, {})
+
+
+def _shorten(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: (v[:60] + "..." if k == "definition" and isinstance(v, str) and len(v) > 60 else _shorten(v))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shorten(v) for v in value]
+    return value
+
+
+def read_status(path: Path) -> dict[str, Any] | None:
+    """A node's status file, or None while it has not written one."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def check_experiment(exp) -> list[tuple[str, str]]:
+    """(key, problem) for what an experiment asks of its ROS 2 transports that cannot be:
+    native nodes that do not exist (the teleop trial and simulators speak roscpp only), a flow
+    that names its own ROS transport under a native deployment, a late subscriber without an
+    earlier one, multicast discovery over a link that does not carry multicast."""
+    out: list[tuple[str, str]] = []
+    for i, flow in enumerate(exp.flows):
+        if flow.subscriber_delay > 0 and flow.subscribers * len(flow.to) < 2:
+            out.append((f"flows[{i}].subscriber_delay", "the subscribers after the first join late: give the flow "
+                                                        "at least two subscribers (subscribers: 2, or two hosts in to)"))
+    for name in dict.fromkeys(exp.transport):
+        if name not in MIDDLEWARES:
+            continue
+        schema = options_schema(name)
+        options = exp.transport_options.get(name) or validate(schema, {})
+        key = f"transport_options.{name}"
+        if options.get("deployment", "native") == "native":
+            if exp.loop.type == "teleop":
+                out.append((f"{key}.deployment", "the teleop trial and the car's simulators speak roscpp only: "
+                                                 "run them over ROS 2 with deployment: bridge"))
+            for i, flow in enumerate(exp.flows):
+                if flow.transport != "same":
+                    out.append((f"flows[{i}].transport", f"{flow.transport!r} is a ROS 1 transport; with {name} "
+                                                         f"deployed natively no ROS 1 connection crosses the link: "
+                                                         f"use 'same' (or deployment: bridge)"))
+        if options.get("discovery", "multicast") == "multicast" and not exp.machines:
+            problem = multicast_problem(exp.link, exp.link_params)
+            if problem:
+                out.append((f"{key}.discovery", f"{problem}; use discovery: peers"))
+    return out
+
+
+#: link types that do not carry multicast between the hosts (filled in from measurements)
+NO_MULTICAST_LINKS: dict[str, str] = {}
+
+
+def multicast_problem(link: str, link_params: dict) -> str | None:
+    """Why multicast discovery cannot work over ``link``, or None."""
+    from ..testbed import load_profile  # noqa: PLC0415
+    try:
+        kind = load_profile(link, link_params)["type"]
+    except Exception:  # noqa: BLE001 - a bad profile is reported by its own check
+        return None
+    return NO_MULTICAST_LINKS.get(kind)

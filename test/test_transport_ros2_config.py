@@ -1,0 +1,245 @@
+"""ROS 2 transports without running them: options, QoS resolution and validation, the
+middlewares' generated configuration files (parsed as XML / JSON5), the nodes' parameters and
+the bridges' plan; every bad option refused naming its key."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from netloop.experiment import experiment_warnings, validate_experiment
+from netloop.ros2 import config as ros2config
+from netloop.ros2.qos import PROFILES, Qos, resolve
+from netloop.schema import ConfigError, validate
+from netloop.transports import get_transport, transport_names
+from netloop.transports import ros2
+from netloop.transports.base import CrossingTopic, Transport, TransportContext
+
+TOPICS = [CrossingTopic("/y", "netloop/LoopSample", "robot", "operator", 40, 0.02, control=True),
+          CrossingTopic("/u", "netloop/LoopSample", "operator", "robot", 40, 0.02, control=True),
+          CrossingTopic("/flows/image", "sensor_msgs/CompressedImage", "robot", "operator", 65536, 0.15)]
+ADDRESS = {"robot": "10.77.0.1", "operator": "10.77.0.2"}
+CY = "{https://cdds.io/config}"
+FD = "{http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles}"
+
+
+def plan(discovery="multicast", shared=False, mode="peer"):
+    addr = {h: "127.0.0.1" for h in ADDRESS} if shared else ADDRESS
+    return ros2config.NetPlan([ros2config.HostNet(h, a, "lo" if shared else "net0", 1500) for h, a in addr.items()],
+                              discovery, shared, mode, ADDRESS["operator"] if mode == "router" else None)
+
+
+def started(name, tmp_path, options=None, topics=TOPICS, topic_qos=None, monkeypatch=None):
+    """A transport started on a context whose start() only records what it would start."""
+    t = get_transport(name)
+    launched = []
+    if monkeypatch is not None:
+        monkeypatch.setattr(ros2, "missing_middleware", lambda m: None)
+        monkeypatch.setattr(ros2, "message_type", lambda d: {"type": d, "md5": "a" * 32, "definition": "uint32 seq\n"})
+        monkeypatch.setattr(ros2.paths, "node_binary", lambda n: Path("/devel/lib/netloop") / n)
+        from netloop.ros2 import names  # noqa: F401 - zenoh's type hashes (R2)
+    ctx = TransportContext(tmp_path, {h: [] for h in ADDRESS}, dict(ADDRESS), topics=topics,
+                           masters={h: f"http://{a}:11311" for h, a in ADDRESS.items()},
+                           start=lambda *a: launched.append(a) or object(), options=options or {},
+                           interface={h: "net0" for h in ADDRESS}, mtu={h: 1500 for h in ADDRESS},
+                           topic_qos=topic_qos or {})
+    t.start(ctx)
+    return t, launched
+
+
+# --- registry and options -------------------------------------------------------------------
+
+def test_the_three_words_are_registered_after_the_ros1_words():
+    names = transport_names()
+    assert names[-3:] == ["cyclonedds", "fastdds", "zenoh"]
+    assert names.index("priority") < names.index("cyclonedds")
+    for name in ("cyclonedds", "fastdds", "zenoh"):
+        t = get_transport(name)
+        assert t.middleware == name and t.multi_master and t.deployment == "native"
+    cfg = validate_experiment({"transport": "all"}, name="x")
+    assert {"cyclonedds", "fastdds", "zenoh"} <= set(cfg.transport)
+
+
+def test_options_defaults_and_every_bad_option_names_its_key():
+    opts = validate(get_transport("cyclonedds").options_schema, {})
+    assert opts == {"deployment": "native", "qos": "default", "reliability": None, "durability": None,
+                    "depth": None, "discovery": "multicast", "domain_id": 0}
+    bad = {"deployment": "ros1_bridge", "qos": "best", "reliability": "sometimes", "durability": "persistent",
+           "depth": 0, "discovery": "dns", "domain_id": 233}
+    for key, value in bad.items():
+        with pytest.raises(ConfigError) as err:
+            validate_experiment({"transport": "fastdds", "transport_options": {"fastdds": {key: value}}}, name="x")
+        assert f"transport_options.fastdds.{key}" in str(err.value), str(err.value)
+    with pytest.raises(ConfigError, match="allowed: reliable, best_effort"):
+        validate_experiment({"transport": "zenoh", "transport_options": {"zenoh": {"reliability": "x"}}}, name="x")
+    with pytest.raises(ConfigError, match="allowed: default, sensor_data, transient_local"):
+        validate_experiment({"transport": "zenoh", "transport_options": {"zenoh": {"qos": "x"}}}, name="x")
+    # mode is Zenoh's alone
+    assert validate_experiment({"transport": "zenoh", "transport_options": {"zenoh": {"mode": "router"}}},
+                               name="x").transport_options["zenoh"]["mode"] == "router"
+    for dds in ("cyclonedds", "fastdds"):
+        with pytest.raises(ConfigError, match=f"transport_options.{dds}.mode"):
+            validate_experiment({"transport": dds, "transport_options": {dds: {"mode": "router"}}}, name="x")
+    assert validate_experiment({"transport": "cyclonedds", "transport_options": {"cyclonedds": {"domain_id": 232}}},
+                               name="x").transport_options["cyclonedds"]["domain_id"] == 232
+
+
+def test_loop_and_flow_qos_keys():
+    cfg = validate_experiment({"transport": "cyclonedds", "loop": {"qos": {"reliability": "best_effort"}},
+                               "flows": [{"name": "img", "qos": {"durability": "transient_local", "depth": 1}}]},
+                              name="x")
+    assert cfg.loop.qos["reliability"] == "best_effort" and cfg.flows[0].qos["depth"] == 1
+    for doc, key in (({"loop": {"qos": {"reliability": "maybe"}}}, "loop.qos.reliability"),
+                     ({"loop": {"qos": {"history": 3}}}, "loop.qos.history"),
+                     ({"flows": [{"name": "a", "qos": {"depth": 0}}]}, "flows[0].qos.depth"),
+                     ({"flows": [{"name": "a", "qos": {"durability": "persistent"}}]}, "flows[0].qos.durability")):
+        with pytest.raises(ConfigError, match=key.replace("[", r"\[").replace("]", r"\]")):
+            validate_experiment({"transport": "cyclonedds", **doc}, name="x")
+    # ROS 1 transports: accepted, with a warning that they ignore it
+    cfg = validate_experiment({"transport": "tcp_nodelay", "loop": {"qos": {"depth": 3}}}, name="x")
+    assert any("loop.qos" in w and "ROS 2 transports" in w for w in experiment_warnings(cfg))
+    assert not experiment_warnings(validate_experiment({"transport": "zenoh", "loop": {"qos": {"depth": 3}}},
+                                                       name="x"))
+
+
+def test_what_native_nodes_cannot_do_is_refused():
+    with pytest.raises(ConfigError, match="transport_options.cyclonedds.deployment"):
+        validate_experiment({"transport": "cyclonedds", "loop": {"type": "teleop"}}, name="x")
+    validate_experiment({"transport": "cyclonedds", "transport_options": {"cyclonedds": {"deployment": "bridge"}},
+                         "loop": {"type": "teleop"}}, name="x")
+    with pytest.raises(ConfigError, match=r"flows\[0\].transport"):
+        validate_experiment({"transport": "fastdds", "flows": [{"name": "a", "transport": "udp"}]}, name="x")
+    with pytest.raises(ConfigError, match=r"flows\[0\].subscriber_delay"):
+        validate_experiment({"transport": "fastdds", "flows": [{"name": "a", "subscriber_delay": 2}]}, name="x")
+    validate_experiment({"transport": "fastdds", "flows": [{"name": "a", "subscribers": 2, "subscriber_delay": 2}]},
+                        name="x")
+
+
+def test_missing_middleware_is_refused_before_anything_starts(monkeypatch):
+    from netloop import runner
+    monkeypatch.setattr(ros2, "available_middlewares", lambda: ("cyclonedds",))
+    cfg = validate_experiment({"transport": ["cyclonedds", "fastdds", "zenoh"]}, name="x")
+    with pytest.raises(ConfigError) as err:
+        runner.preflight(cfg)
+    assert "transport fastdds: this build has no fastdds" in str(err.value)
+    assert "transport zenoh" in str(err.value) and "it has: cyclonedds" in str(err.value)
+    runner.preflight(validate_experiment({"transport": "cyclonedds"}, name="x"))
+
+
+# --- QoS ------------------------------------------------------------------------------------
+
+def test_qos_profiles_and_overrides():
+    assert PROFILES["default"] == Qos("reliable", "volatile", 10)
+    assert PROFILES["sensor_data"] == Qos("best_effort", "volatile", 5)
+    assert PROFILES["transient_local"] == Qos("reliable", "transient_local", 10)
+    assert resolve({"qos": "sensor_data"}) == Qos("best_effort", "volatile", 5)
+    assert resolve({"qos": "sensor_data", "depth": 1}, {"reliability": "reliable"}) == Qos("reliable", "volatile", 1)
+    assert resolve({"qos": "transient_local", "durability": None}, {}, {"depth": 2}).describe() == \
+        "reliable/transient_local/2"
+    with pytest.raises(ConfigError, match="qos: unknown QoS profile 'x'; allowed: default, sensor_data"):
+        resolve({"qos": "x"})
+
+
+# --- configuration files ----------------------------------------------------------------------
+
+def test_cyclonedds_xml_multicast_and_peers():
+    root = ET.fromstring(ros2config.cyclonedds_xml(plan(), "robot"))
+    general = root.find(f"{CY}Domain/{CY}General")
+    assert general.find(f"{CY}Interfaces/{CY}NetworkInterface").get("address") == "10.77.0.1"
+    assert general.find(f"{CY}AllowMulticast").text == "spdp"
+    assert general.find(f"{CY}MaxMessageSize").text == "1472B"          # one IP packet on a 1500-byte MTU
+    assert int(general.find(f"{CY}FragmentSize").text[:-1]) + ros2config.RTPS_OVERHEAD_BYTES <= 1472
+    assert root.find(f"{CY}Domain/{CY}Discovery/{CY}Peers") is None
+    root = ET.fromstring(ros2config.cyclonedds_xml(plan("peers"), "operator"))
+    assert root.find(f"{CY}Domain/{CY}General/{CY}AllowMulticast").text == "false"
+    peers = [p.get("address") for p in root.iter(f"{CY}Peer")]
+    assert peers == ["10.77.0.1", "10.77.0.2"]
+    assert root.find(f"{CY}Domain/{CY}Discovery/{CY}ParticipantIndex").text == "auto"
+    # loopback: lo may carry multicast only when Cyclone is told so
+    root = ET.fromstring(ros2config.cyclonedds_xml(plan(shared=True), "robot"))
+    assert root.find(f"{CY}Domain/{CY}General/{CY}Interfaces/{CY}NetworkInterface").get("multicast") == "true"
+
+
+def test_fastdds_xml_default_profile_without_shared_memory():
+    root = ET.fromstring(ros2config.fastdds_xml(plan("peers"), "robot", domain_id=7))
+    profiles = root.find(f"{FD}profiles")
+    descriptor = profiles.find(f"{FD}transport_descriptors/{FD}transport_descriptor")
+    assert descriptor.find(f"{FD}type").text == "UDPv4"
+    assert [a.text for a in descriptor.iter(f"{FD}address")] == ["10.77.0.1"]
+    participant = profiles.find(f"{FD}participant")
+    assert participant.get("is_default_profile") == "true"
+    assert participant.find(f"{FD}domainId").text == "7"
+    rtps = participant.find(f"{FD}rtps")
+    assert rtps.find(f"{FD}useBuiltinTransports").text == "false"     # no SHM: samples cross the link
+    peers = [a.text for a in rtps.iter(f"{FD}address")]
+    assert peers == ["10.77.0.1", "10.77.0.2"]
+    multicast = ET.fromstring(ros2config.fastdds_xml(plan(), "robot"))
+    assert not list(multicast.iter(f"{FD}initialPeersList"))
+
+
+def test_zenoh_json5_scouting_peers_and_router():
+    cfg = json.loads(ros2config.json5_text(ros2config.zenoh_config(plan(), "robot"), "c").split("\n", 1)[1])
+    assert cfg["mode"] == "peer" and cfg["scouting"]["multicast"]["enabled"]
+    assert cfg["scouting"]["multicast"]["interface"] == "net0"
+    assert cfg["listen"]["endpoints"] == ["tcp/10.77.0.1:0"]
+    p = plan("peers")
+    ports = [ros2config.plan_zenoh_port(p, n, h) for n, h in (("plant", "robot"), ("controller", "operator"),
+                                                                ("sink", "operator"))]
+    assert ports == [17447, 17447, 17448]                       # per host's namespace
+    last = ros2config.zenoh_config(p, "operator", "sink")
+    assert last["listen"]["endpoints"] == ["tcp/10.77.0.2:17448"]
+    assert last["connect"]["endpoints"] == ["tcp/10.77.0.1:17447", "tcp/10.77.0.2:17447"]
+    assert not last["scouting"]["multicast"]["enabled"]
+    shared = plan("peers", shared=True)
+    assert [ros2config.plan_zenoh_port(shared, n, h) for n, h in (("a", "robot"), ("b", "operator"))] == [17447, 17448]
+    r = plan(mode="router")
+    node = ros2config.zenoh_config(r, "robot", "plant")
+    assert node["connect"]["endpoints"] == ["tcp/10.77.0.2:7447"] and node["mode"] == "peer"
+    router = ros2config.zenoh_config(r, "operator", router=True)
+    assert router["mode"] == "router" and router["listen"]["endpoints"] == ["tcp/10.77.0.2:7447"]
+
+
+# --- the transport's plan -------------------------------------------------------------------
+
+def test_ros1_transports_endpoint_params_are_the_subscriber_transport():
+    t = get_transport("udp/tcp_nodelay")
+    assert t.endpoint_params("/y", 40, "subscriber") == {"transport": "udp"}
+    assert t.endpoint_params("/flows/image", 1 << 20, "subscriber") == {"transport": "tcp_nodelay"}
+    assert t.endpoint_params("/y", 40, "publisher") == {}
+    assert Transport.endpoint_params.__doc__
+
+
+def test_native_endpoint_params(tmp_path, monkeypatch):
+    t, launched = started("cyclonedds", tmp_path, {"qos": "sensor_data"}, monkeypatch=monkeypatch)
+    assert launched == []                                         # native: nothing besides the nodes
+    assert (tmp_path / "transport" / "robot.xml").is_file() and (tmp_path / "transport" / "operator.xml").is_file()
+    params = t.endpoint_params("/y", 40, "subscriber", node="controller", host="operator", qos={"depth": 2})
+    assert params == {"transport": "tcp_nodelay", "middleware": "cyclonedds",
+                      "middleware_config": str(tmp_path / "transport" / "operator.xml"), "domain_id": 0,
+                      "qos_reliability": "best_effort", "qos_durability": "volatile", "qos_depth": 2,
+                      "status_path": str(tmp_path / "records" / "controller.ros2.json")}
+    assert t.describe_topic("/y") == "cyclonedds native best_effort/volatile/2"
+    assert t.native_nodes["/controller"]["topics"] == ["/y"]
+    meta = t.metadata()
+    assert meta["deployment"] == "native" and meta["config_files"]["robot"] == "transport/robot.xml"
+    t.stop()
+    assert json.loads((tmp_path / "transport.json").read_text())["middleware"] == "cyclonedds"
+
+
+def test_bridge_starts_one_bridge_per_host(tmp_path, monkeypatch):
+    t, launched = started("fastdds", tmp_path, {"deployment": "bridge", "qos": "transient_local"},
+                          topic_qos={"/flows/image": {"reliability": "best_effort"}}, monkeypatch=monkeypatch)
+    assert [(name, host) for name, host, *_ in launched] == [("ros2_bridge_robot", "robot"),
+                                                              ("ros2_bridge_operator", "operator")]
+    robot = launched[0][3]
+    assert [e["topic"] for e in robot["out_topics"]] == ["/y", "/flows/image"]
+    assert [e["topic"] for e in robot["in_topics"]] == ["/u"]
+    image = robot["out_topics"][1]
+    assert image["reliability"] == "best_effort" and image["durability"] == "transient_local"
+    assert image["md5sum"] == "a" * 32 and image["definition"]
+    assert robot["middleware"] == "fastdds" and robot["middleware_config"].endswith("transport/robot.xml")
+    assert robot["stats_path"].endswith("records/relay_ros2_bridge_robot_stats.jsonl")
+    assert t.endpoint_params("/y", 40, "subscriber", node="controller", host="operator") == \
+        {"transport": "tcp_nodelay"}
