@@ -53,6 +53,8 @@ struct WireStats {
   int64_t acknacks = -1;             // ACKNACKs sent or received that asked for data again
   int64_t samples_lost = -1;         // samples the library reported lost
   int64_t samples_rejected = -1;     // samples the library reported rejected (resource limits)
+  int64_t retransmit_bytes = -1;     // bytes sent again after a NACK (Cyclone DDS: "rexmit_bytes")
+  int64_t throttles = -1;            // times a writer waited for acknowledgements (Cyclone: "throttle_count")
 };
 
 /// How one participant is set up. The middleware's own configuration (discovery by multicast

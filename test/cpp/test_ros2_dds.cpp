@@ -1,0 +1,262 @@
+// Cyclone DDS and Fast DDS through netloop_ros2: two participants in one process, on loopback
+// only (the configuration files below), one domain id per test (from the pid) so that tests
+// running at the same time do not meet. A middleware missing from the build is skipped.
+#include <gtest/gtest.h>
+#include <ros/serialization.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "netloop/LoopSample.h"
+#include "netloop/ros2/cdr.h"
+#include "netloop/ros2/middleware.h"
+
+using namespace netloop::ros2;
+using Bytes = std::vector<uint8_t>;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const char* kCycloneXml =
+    "<CycloneDDS><Domain id=\"any\"><General><Interfaces><NetworkInterface name=\"lo\"/></Interfaces>"
+    "<AllowMulticast>false</AllowMulticast></General><Discovery><ParticipantIndex>auto</ParticipantIndex>"
+    "<MaxAutoParticipantIndex>30</MaxAutoParticipantIndex><Peers><Peer address=\"127.0.0.1\"/></Peers>"
+    "</Discovery></Domain></CycloneDDS>\n";
+
+const char* kFastXml =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\" ?>\n"
+    "<dds xmlns=\"http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles\"><profiles>\n"
+    " <transport_descriptors><transport_descriptor><transport_id>netloop_udp</transport_id><type>UDPv4</type>\n"
+    "  <maxInitialPeersRange>40</maxInitialPeersRange>\n"
+    "  <interfaceWhiteList><address>127.0.0.1</address></interfaceWhiteList></transport_descriptor>\n"
+    " </transport_descriptors>\n"
+    " <participant profile_name=\"netloop_test\" is_default_profile=\"true\"><rtps>\n"
+    "  <userTransports><transport_id>netloop_udp</transport_id></userTransports>\n"
+    "  <useBuiltinTransports>false</useBuiltinTransports>\n"
+    "  <builtin><initialPeersList><locator><udpv4><address>127.0.0.1</address></udpv4></locator></initialPeersList>\n"
+    "  </builtin></rtps></participant>\n"
+    "</profiles></dds>\n";
+
+std::string configFile(const std::string& middleware) {
+  std::string path = "/tmp/netloop_test_ros2_" + middleware + "_" + std::to_string(getpid()) +
+                     (middleware == "cyclonedds" ? ".xml" : ".fastdds.xml");
+  std::ofstream(path) << (middleware == "cyclonedds" ? kCycloneXml : kFastXml);
+  return path;
+}
+
+int nextDomain() {
+  static int n = 0;
+  return 1 + static_cast<int>((getpid() * 13 + n++ * 37) % 200);
+}
+
+std::shared_ptr<const MessageLayout> loopLayout() {
+  using M = netloop::LoopSample;
+  static auto l =
+      MessageLayout::parse(ros::message_traits::DataType<M>::value(), ros::message_traits::Definition<M>::value());
+  return l;
+}
+
+Bytes loopSample(uint32_t seq, size_t padding) {
+  netloop::LoopSample m;
+  m.seq = seq;
+  m.value = seq * 0.5;
+  m.stamp = ros::Time(100 + seq, 7);
+  m.answer_seq = -1;
+  m.padding.resize(padding);
+  for (size_t i = 0; i < padding; ++i) m.padding[i] = uint8_t(i * 31 + seq);
+  Bytes ros1(ros::serialization::serializationLength(m));
+  ros::serialization::OStream s(ros1.data(), ros1.size());
+  ros::serialization::serialize(s, m);
+  return ros1ToCdr(*loopLayout(), ros1.data(), ros1.size());
+}
+
+uint32_t seqOf(const Bytes& cdr) {
+  uint32_t v;
+  memcpy(&v, cdr.data() + 4, 4);
+  return v;
+}
+
+/// What a subscription received.
+struct Inbox {
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<Bytes> samples;
+  SampleCallback callback() {
+    return [this](const uint8_t* p, size_t n, int64_t) {
+      std::lock_guard<std::mutex> lock(m);
+      samples.emplace_back(p, p + n);
+      cv.notify_all();
+    };
+  }
+  bool waitFor(size_t count, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(m);
+    return cv.wait_for(lock, timeout, [&] { return samples.size() >= count; });
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(m);
+    return samples.size();
+  }
+};
+
+template <class F>
+bool waitUntil(F f, std::chrono::milliseconds timeout = std::chrono::milliseconds(4000)) {
+  auto end = Clock::now() + timeout;
+  while (Clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return f();
+}
+
+class Ros2Dds : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    auto have = availableMiddlewares();
+    if (std::find(have.begin(), have.end(), GetParam()) == have.end())
+      GTEST_SKIP() << GetParam() << " is not in this build";
+    config_.middleware = GetParam();
+    config_.domain_id = nextDomain();
+    config_.config_file = configFile(GetParam());
+  }
+  std::unique_ptr<Participant> participant(const std::string& name) {
+    ParticipantConfig c = config_;
+    c.node_name = name;
+    return createParticipant(c);
+  }
+  ParticipantConfig config_;
+};
+
+TEST_P(Ros2Dds, ReliableLoopSamplesCrossInOrder) {
+  auto a = participant("a");
+  auto b = participant("b");
+  EXPECT_EQ(a->middleware(), GetParam());
+  Inbox inbox;
+  auto sub = b->createSubscription("/y", "netloop/LoopSample", qosProfile("default"), inbox.callback());
+  auto pub = a->createPublisher("/y", "netloop/LoopSample", qosProfile("default"));
+  ASSERT_TRUE(waitUntil([&] { return pub->matched() == 1 && sub->matched() == 1; }));
+  std::vector<Bytes> sent;
+  for (uint32_t i = 0; i < 20; ++i) {
+    sent.push_back(loopSample(i, 16));
+    pub->publish(sent.back());
+  }
+  ASSERT_TRUE(inbox.waitFor(20, std::chrono::milliseconds(3000))) << inbox.size();
+  std::lock_guard<std::mutex> lock(inbox.m);
+  EXPECT_EQ(inbox.samples, sent);
+  WireStats sa = a->stats(), sb = b->stats();
+  EXPECT_EQ(sa.samples_sent, 20);
+  EXPECT_EQ(sb.samples_received, 20);
+  EXPECT_EQ(sb.samples_lost, 0);
+  EXPECT_EQ(sb.samples_rejected, 0);
+  if (GetParam() == "cyclonedds") {
+    EXPECT_GE(sa.retransmit_bytes, 0);
+  }
+}
+
+TEST_P(Ros2Dds, FourMegabyteReliableSampleArrivesComplete) {
+  auto a = participant("a");
+  auto b = participant("b");
+  Inbox inbox;
+  auto sub = b->createSubscription("/big", "netloop/LoopSample", qosProfile("default"), inbox.callback());
+  auto pub = a->createPublisher("/big", "netloop/LoopSample", qosProfile("default"));
+  ASSERT_TRUE(waitUntil([&] { return pub->matched() == 1 && sub->matched() == 1; }));
+  Bytes big = loopSample(1, 4 << 20);
+  Bytes big2 = loopSample(2, 4 << 20);
+  auto t0 = Clock::now();
+  pub->publish(big);
+  pub->publish(big2);
+  ASSERT_TRUE(inbox.waitFor(2, std::chrono::milliseconds(4000))) << inbox.size();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  std::printf("%s: two 4 MB samples in %lld ms\n", GetParam().c_str(), static_cast<long long>(ms));
+  std::lock_guard<std::mutex> lock(inbox.m);
+  EXPECT_TRUE(inbox.samples[0] == big);
+  EXPECT_TRUE(inbox.samples[1] == big2);
+}
+
+TEST_P(Ros2Dds, TransientLocalLateJoinerGetsTheLastSampleVolatileDoesNot) {
+  auto a = participant("a");
+  auto b = participant("b");
+  Qos tl = qosProfile("transient_local");
+  tl.depth = 1;
+  auto pub_tl = a->createPublisher("/late_tl", "netloop/LoopSample", tl);
+  auto pub_v = a->createPublisher("/late_v", "netloop/LoopSample", qosProfile("default"));
+  for (uint32_t i = 0; i < 3; ++i) {
+    pub_tl->publish(loopSample(i, 0));
+    pub_v->publish(loopSample(i, 0));
+  }
+  Inbox in_tl, in_v;
+  auto sub_tl = b->createSubscription("/late_tl", "netloop/LoopSample", tl, in_tl.callback());
+  auto sub_v = b->createSubscription("/late_v", "netloop/LoopSample", qosProfile("default"), in_v.callback());
+  ASSERT_TRUE(in_tl.waitFor(1, std::chrono::milliseconds(4000)));
+  ASSERT_TRUE(waitUntil([&] { return sub_v->matched() == 1 && pub_v->matched() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  {
+    std::lock_guard<std::mutex> lock(in_tl.m);
+    ASSERT_EQ(in_tl.samples.size(), 1u);  // depth 1: the last one
+    EXPECT_EQ(seqOf(in_tl.samples[0]), 2u);
+  }
+  EXPECT_EQ(in_v.size(), 0u);
+  // And both get what is published now.
+  pub_tl->publish(loopSample(3, 0));
+  pub_v->publish(loopSample(3, 0));
+  EXPECT_TRUE(in_tl.waitFor(2, std::chrono::milliseconds(2000)));
+  EXPECT_TRUE(in_v.waitFor(1, std::chrono::milliseconds(2000)));
+}
+
+TEST_P(Ros2Dds, MatchedCountsFollowTheEndpoints) {
+  auto a = participant("a");
+  auto b = participant("b");
+  auto c = participant("c");
+  Inbox i1, i2;
+  auto pub = a->createPublisher("/m", "netloop/LoopSample", qosProfile("default"));
+  EXPECT_EQ(pub->matched(), 0u);
+  auto s1 = b->createSubscription("/m", "netloop/LoopSample", qosProfile("default"), i1.callback());
+  auto s2 = c->createSubscription("/m", "netloop/LoopSample", qosProfile("sensor_data"), i2.callback());
+  ASSERT_TRUE(waitUntil([&] { return pub->matched() == 2 && s1->matched() == 1 && s2->matched() == 1; }))
+      << pub->matched() << " " << s1->matched() << " " << s2->matched();
+  s2.reset();
+  EXPECT_TRUE(waitUntil([&] { return pub->matched() == 1; })) << pub->matched();
+  // A best-effort writer does not match a reliable reader (ROS 2's QoS compatibility).
+  auto be = a->createPublisher("/m2", "netloop/LoopSample", qosProfile("sensor_data"));
+  auto rel = b->createSubscription("/m2", "netloop/LoopSample", qosProfile("default"), i1.callback());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(be->matched(), 0u);
+}
+
+TEST_P(Ros2Dds, BestEffortDelivers) {
+  auto a = participant("a");
+  auto b = participant("b");
+  Inbox inbox;
+  auto sub = b->createSubscription("/be", "netloop/LoopSample", qosProfile("sensor_data"), inbox.callback());
+  auto pub = a->createPublisher("/be", "netloop/LoopSample", qosProfile("sensor_data"));
+  ASSERT_TRUE(waitUntil([&] { return pub->matched() == 1 && sub->matched() == 1; }));
+  for (uint32_t i = 0; i < 20; ++i) {
+    pub->publish(loopSample(i, 100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_TRUE(inbox.waitFor(15, std::chrono::milliseconds(2000))) << inbox.size();
+  std::lock_guard<std::mutex> lock(inbox.m);
+  for (size_t i = 1; i < inbox.samples.size(); ++i) EXPECT_GT(seqOf(inbox.samples[i]), seqOf(inbox.samples[i - 1]));
+}
+
+TEST_P(Ros2Dds, BadQosAndConfigAreRefused) {
+  Qos bad = qosProfile("default");
+  bad.depth = 0;
+  auto a = participant("a");
+  EXPECT_THROW(a->createPublisher("/q", "netloop/LoopSample", bad), std::invalid_argument);
+  EXPECT_THROW(a->createPublisher("/q", "LoopSample", qosProfile("default")), std::invalid_argument);
+  ParticipantConfig c = config_;
+  c.config_file = "/nonexistent/netloop.xml";
+  c.domain_id = nextDomain();
+  EXPECT_THROW(createParticipant(c), std::runtime_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Middlewares, Ros2Dds, ::testing::Values("cyclonedds", "fastdds"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+}  // namespace
