@@ -217,7 +217,11 @@ class FastParticipant : public Participant {
     counters_ = std::make_shared<Counters>();
     auto* factory = fdds::DomainParticipantFactory::get_instance();
     std::lock_guard<std::mutex> lock(factoryMutex());
+    // Fast DDS 2.9 takes the default participant QoS from the XML profiles only when it loads its
+    // own default file (load_profiles) or when told to reset it: load ours in between.
+    factory->load_profiles();
     loadProfiles(config.config_file);
+    if (!config.config_file.empty()) factory->set_default_participant_qos(fdds::PARTICIPANT_QOS_DEFAULT);
     fdds::DomainParticipantQos pqos = factory->get_default_participant_qos();
     if (!config.node_name.empty()) pqos.name(config.node_name);
     participant_ = factory->create_participant(static_cast<fdds::DomainId_t>(config.domain_id), pqos);

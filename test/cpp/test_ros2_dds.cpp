@@ -3,6 +3,7 @@
 // running at the same time do not meet. A middleware missing from the build is skipped.
 #include <gtest/gtest.h>
 #include <ros/serialization.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -254,6 +255,60 @@ TEST_P(Ros2Dds, BadQosAndConfigAreRefused) {
   c.config_file = "/nonexistent/netloop.xml";
   c.domain_id = nextDomain();
   EXPECT_THROW(createParticipant(c), std::runtime_error);
+}
+
+// The same across two processes: real UDP on loopback (no in-process shortcut), with a 4 MB
+// reliable sample fragmented on the way. The child is this binary running Ros2DdsChild.Publish.
+TEST_P(Ros2Dds, CrossesBetweenProcesses) {
+  auto b = participant("parent");
+  Inbox inbox;
+  auto sub = b->createSubscription("/xp", "netloop/LoopSample", qosProfile("default"), inbox.callback());
+  auto ack = b->createPublisher("/xp_ack", "netloop/LoopSample", qosProfile("transient_local"));
+  std::string env = "NETLOOP_ROS2_CHILD=" + GetParam() + ":" + std::to_string(config_.domain_id) + ":" +
+                    config_.config_file;
+  std::string filter = "--gtest_filter=Ros2DdsChild.Publish";
+  std::string exe = "/proc/self/exe";
+  char* argv[] = {&exe[0], &filter[0], nullptr};
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e) envp.push_back(*e);
+  envp.push_back(&env[0]);
+  envp.push_back(nullptr);
+  pid_t child = fork();  // then only async-signal-safe calls: the middleware's sockets must not leak into the child
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (int fd = 3; fd < 4096; ++fd) close(fd);
+    execve("/proc/self/exe", argv, envp.data());
+    _exit(127);
+  }
+  bool got = inbox.waitFor(11, std::chrono::milliseconds(8000));
+  ack->publish(loopSample(0, 0));
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(got) << inbox.size() << " samples";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::lock_guard<std::mutex> lock(inbox.m);
+  for (uint32_t i = 0; i < 10; ++i) EXPECT_EQ(inbox.samples[i], loopSample(i, 64));
+  EXPECT_TRUE(inbox.samples[10] == loopSample(10, 4 << 20));
+}
+
+TEST(Ros2DdsChild, Publish) {
+  const char* spec = getenv("NETLOOP_ROS2_CHILD");
+  if (!spec) GTEST_SKIP() << "run by Ros2Dds.CrossesBetweenProcesses";
+  std::string s = spec;
+  size_t a = s.find(':'), b = s.find(':', a + 1);
+  ParticipantConfig c;
+  c.middleware = s.substr(0, a);
+  c.domain_id = std::stoi(s.substr(a + 1, b - a - 1));
+  c.config_file = s.substr(b + 1);
+  c.node_name = "child";
+  auto p = createParticipant(c);
+  Inbox acks;
+  auto ack = p->createSubscription("/xp_ack", "netloop/LoopSample", qosProfile("transient_local"), acks.callback());
+  auto pub = p->createPublisher("/xp", "netloop/LoopSample", qosProfile("default"));
+  ASSERT_TRUE(waitUntil([&] { return pub->matched() == 1; }, std::chrono::milliseconds(5000)));
+  for (uint32_t i = 0; i < 10; ++i) pub->publish(loopSample(i, 64));
+  pub->publish(loopSample(10, 4 << 20));
+  EXPECT_TRUE(acks.waitFor(1, std::chrono::milliseconds(8000)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Middlewares, Ros2Dds, ::testing::Values("cyclonedds", "fastdds"),
