@@ -10,6 +10,8 @@ Imported as ``netloop.analysis``: in a checkout and its devel space through the 
     prediction                                a run's response replayed from its measured delays
     degradation                               one point per run, grouped per condition
     loop_sections, flow_sections              the report's sections (rendering.Section) from the results
+    decision                                  the decision table that opens a report: rank and verdict
+    glossary                                  every term and unit of the reports, defined once
     tables, rendering, page_template, plots   one number formatter and CSV writer; Markdown and
                                               HTML (Jinja2) from the sections; the figures
     report, compare                           netloop report; netloop compare A B
@@ -17,6 +19,6 @@ Imported as ``netloop.analysis``: in a checkout and its devel space through the 
     synthetic                                 run directories with a known answer (tests)
 
 Direction of the imports (no cycle; test_static checks it): report and compare → loop_kinds,
-loop_sections, flow_sections → the analyses (loop_run, flow_run, teleop_run, prediction,
+decision, loop_sections, flow_sections → the analyses (loop_run, flow_run, teleop_run, prediction,
 degradation) → results, tables, metrics, records.
 """

@@ -25,7 +25,7 @@ from .tables import write_csv
 DEGRADATION_KEYS = [("iae_dev_mVs", "IAE(y − baseline) [mV·s]"), ("delta_overshoot_pp", "Δovershoot [pp]"),
                     ("settling_s", "settling [s]"), ("pred_rms_mV", "prediction RMS [mV]")]
 NETWORK_KEYS = [("rtt_mean_ms", "RTT mean [ms]"), ("rtt_std_ms", "RTT std [ms]"), ("y_mean_ms", "y one-way mean [ms]"),
-                ("u_mean_ms", "u one-way mean [ms]"), ("u_p99_ms", "u one-way p99 [ms]"), ("mdr_u", "MDR u")]
+                ("u_mean_ms", "u one-way mean [ms]"), ("u_p99_ms", "u one-way p99 [ms]"), ("mdr_u", "MDR u [%]")]
 
 
 class Campaign:
@@ -109,7 +109,8 @@ def compare(a_dir: Path, b_dir: Path, out: Path = Path("."), labels: tuple[str, 
             x, y = ga.get(k), gb.get(k)
             rows.append([k[1], "runs", x.n if x else 0, y.n if y else 0, None, None])
             for key, label in DEGRADATION_KEYS + NETWORK_KEYS:
-                va, vb = _med(x, key), _med(y, key)
+                scale = degradation.CSV_SCALE.get(key, 1.0)          # MDR in %, ΔIAE in mV·s
+                va, vb = scale * _med(x, key), scale * _med(y, key)
                 d = _diff(va, vb)
                 rel = f"{100 * d / abs(va):+.1f}" if math.isfinite(d) and va else None
                 rows.append([k[1], label, va, vb, d, rel])

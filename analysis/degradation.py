@@ -4,7 +4,8 @@ delay and jitter its own messages experienced, grouped per cell condition.
 Per run (a *point*):
 
 - degradation: IAE(y - baseline) [mV·s] (how far the response strays from the local one;
-  the headline number), ΔIAE [V·s] (IAE - IAE of the baseline, IAE = Σ|r - y|·T), overshoot
+  the headline number), ΔIAE (IAE - IAE of the baseline, IAE = Σ|r - y|·T; the point keeps
+  it in V·s, tables and CSV files show it in mV·s), overshoot
   [%] and Δovershoot [pp], settling time [s], and the verdict ``settled`` / ``did not
   settle`` / ``unstable`` (diverging: |y| beyond 10 |r|, or an oscillation whose amplitude
   grows from the second to the last quarter of the run);
@@ -35,7 +36,7 @@ NO_SWEEP = "—"
 #: (key, label with unit) of the numbers of a point, in table order.
 POINT_FIELDS = [
     ("iae_dev_mVs", "IAE(y − baseline) [mV·s]"),
-    ("delta_IAE", "ΔIAE [V·s]"),
+    ("delta_IAE", "ΔIAE [mV·s]"),
     ("overshoot", "overshoot [%]"),
     ("delta_overshoot_pp", "Δovershoot [pp]"),
     ("settling_s", "settling [s]"),
@@ -51,14 +52,17 @@ POINT_FIELDS = [
     ("u_std_ms", "u one-way std [ms]"),
     ("u_p95_ms", "u one-way p95 [ms]"),
     ("u_p99_ms", "u one-way p99 [ms]"),
-    ("mdr_y", "MDR y"),
-    ("mdr_u", "MDR u"),
+    ("mdr_y", "MDR y [%]"),
+    ("mdr_u", "MDR u [%]"),
     ("stale_u", "stale u"),
     ("pred_rms_mV", "prediction RMS error [mV]"),
     ("pred_max_mV", "prediction max error [mV]"),
     ("pred_dovershoot_pp", "prediction Δovershoot [pp]"),
 ]
 FIELD_LABELS = dict(POINT_FIELDS)
+#: fields a point keeps in another unit than its label's: the factor tables and CSV files
+#: multiply them by (MDR: a share 0..1 written in %; ΔIAE: V·s written in mV·s)
+CSV_SCALE = {"mdr_y": 100.0, "mdr_u": 100.0, "delta_IAE": 1e3}
 
 
 def _num(value) -> float:

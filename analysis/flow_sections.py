@@ -163,7 +163,7 @@ def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbi
         if not samples:
             out.append(section.p("No complete run of this flow could be analysed (see Problems)."))
             continue
-        section.table(header, rows)
+        section.table(header, rows, digits=2)
         if any(s.result.per_robot for s in samples):
             section.p("Each robot (medians over the repetitions): is one robot worse off than the others?")
             section.table(*per_robot_rows(samples, rank, transport_order))

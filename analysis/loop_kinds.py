@@ -6,6 +6,8 @@ Each object has
 - ``analyse_run(run_dir, meta) -> RunAnalysis``: the kind's own analysis of one run whose
   metadata.json (already read and checked) is ``meta``; flows are added by the report;
 - ``summary(runs, ctx) -> list[str]``: the kind's sentences of the report's summary;
+- ``decision(runs, ctx) -> Section | None``: the kind's decision table (:mod:`decision`), at
+  the top of the report;
 - ``section(runs, ctx) -> list[Section]``: the kind's sections of the report.
 
 ``runs`` are every run of that kind (complete or not); ``ctx`` is the :class:`ReportContext`.
@@ -13,11 +15,11 @@ Each object has
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import loop_sections
+from . import decision, loop_sections
 from .loop_run import analyse_loop_run, load_loop_run, transport_of
 from .prediction import analyse_prediction
 from .rendering import Section
@@ -34,6 +36,8 @@ class ReportContext:
 
     fig_dir: Path
     study: loop_sections.LoopStudy
+    transport_order: list[str] | None = None
+    descriptions: dict[str, str] = field(default_factory=dict)   # transport -> what it is
 
 
 class NoLoopAnalysis:
@@ -49,6 +53,11 @@ class NoLoopAnalysis:
 
     def summary(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[str]:
         return []
+
+    def decision(self, runs: list[RunAnalysis], ctx: ReportContext) -> Section | None:
+        """Without a loop, the flows decide: one table per flow, ranked by its delay."""
+        return decision.flow_section([a for a in runs if a.status == "complete"], ctx.transport_order,
+                                     ctx.descriptions)
 
     def section(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[Section]:
         return []
@@ -87,6 +96,9 @@ class RlcAnalysis(NoLoopAnalysis):
     def summary(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[str]:
         return loop_sections.summary(self.usable(runs), ctx.study)
 
+    def decision(self, runs: list[RunAnalysis], ctx: ReportContext) -> Section | None:
+        return decision.loop_section(ctx.study, ctx.descriptions) if self.usable(runs) else None
+
     def section(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[Section]:
         return loop_sections.sections(self.usable(runs), ctx.study, ctx.fig_dir)
 
@@ -101,6 +113,9 @@ class TeleopAnalysis(NoLoopAnalysis):
         a.teleop = analyse_teleop_run(run_dir, meta)
         a.add_problems(a.teleop.problems)
         return a
+
+    def decision(self, runs: list[RunAnalysis], ctx: ReportContext) -> Section | None:
+        return decision.teleop_section(runs, ctx.descriptions)
 
     def section(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[Section]:
         section = teleop_section([a.teleop for a in runs if a.teleop is not None], ctx.fig_dir)

@@ -1,6 +1,7 @@
 """The RLC loop's part of a report: its summary sentences and its sections (step response
-against the local baseline, the per-condition table, degradation against delay and jitter,
-the prediction from measured delays, the loop's messages per direction).
+against the local baseline, degradation against delay and jitter, the prediction from
+measured delays (one sentence when every run is explained), the loop's messages per
+direction). The decision table that opens the report is :mod:`decision`'s.
 
 Input: the RunAnalysis of the complete RLC runs whose loop could be analysed (``good``) and
 the campaign's degradation points and condition groups (:class:`LoopStudy`).
@@ -17,7 +18,7 @@ import numpy as np
 from . import baseline, degradation, metrics, plots, prediction
 from .rendering import Section
 from .results import ConditionGroup, RunAnalysis, RunPoint
-from .tables import fmt, median_of
+from .tables import fmt, median_of, percent_text, sig
 
 
 @dataclass
@@ -74,20 +75,12 @@ def summary(good: list[RunAnalysis], study: LoopStudy) -> list[str]:
     if not preds:
         return out
     findings = [s for s in (prediction.finding(p) for p in preds) if s]
-    worst = max(preds, key=lambda p: p.rms_mV)
     threshold = prediction.RMS_THRESHOLD_MV
     if findings:
         out.append(f"Prediction from measured delays: {len(findings)} of {len(preds)} runs are **not** explained by "
                    f"their delay and loss (RMS error above {threshold:g} mV); see the findings under Prediction.")
     else:
-        mean_only = max(p.modes["mean_delay"].rms_mV for p in preds)
-        jittery = sum(p.modes["mean_delay"].rms_mV > threshold for p in preds)
-        out.append(f"Prediction from measured delays: replaying each run's measured delays reproduces every run "
-                   f"(largest RMS error {worst.rms_mV:.2g} mV, threshold {threshold:g} mV): delay and loss explain "
-                   f"the degradation. The median delay alone, without its jitter, leaves up to {mean_only:.2f} mV RMS"
-                   + (f", above the threshold in {jittery} of {len(preds)} runs: there the jitter of the delay, not "
-                      "only its mean, shaped the response." if jittery else
-                      ": the mean delay alone explains these runs."))
+        out.append("Prediction from measured delays: " + exact_sentence(preds))
     return out
 
 
@@ -102,8 +95,8 @@ def sections(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> list[S
     if not good:
         return []
     good = study.order(good)
-    out = [step_section(good, study, fig_dir), condition_section(good, study.swept),
-           degradation_section(good, study, fig_dir), prediction_section(good, study, fig_dir)]
+    out = [step_section(good, study, fig_dir), degradation_section(good, study, fig_dir),
+           prediction_section(good, study, fig_dir), directions_section(good, study, fig_dir)]
     if any(a.robot_loops for a in good):
         out.insert(1, robots_section(good, study.swept))
     return out
@@ -128,11 +121,11 @@ def robots_section(good: list[RunAnalysis], swept: bool) -> Section:
         rows.append(([setting] if swept else []) + [
             transport, robot, len(loops), median_of(l.step["Overshoot"] for l in loops),
             median_of(1e3 * l.deviation["IAE"] for l in loops), median_of(l.rtt["p50_ms"] for l in loops),
-            median_of(l.rtt["p95_ms"] for l in loops), median_of(l.sensor.MDR for l in loops),
-            median_of(l.actuation.MDR for l in loops)])
+            median_of(l.rtt["p95_ms"] for l in loops), median_of(100 * l.sensor.MDR for l in loops),
+            median_of(100 * l.actuation.MDR for l in loops)])
     return section.table((["setting"] if swept else []) + [
         "transport", "robot", "runs", "overshoot [%]", "IAE(y − baseline) [mV·s]", "RTT p50 [ms]", "RTT p95 [ms]",
-        "MDR y", "MDR u"], rows)
+        "MDR y [%]", "MDR u [%]"], rows, digits=2)
 
 
 def step_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Section:
@@ -143,42 +136,24 @@ def step_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Se
             continue
         where = f", {setting}" if study.swept else ""
         fig = fig_dir / (f"step_response__{slug(setting)}.png" if study.swept else "step_response.png")
-        plots.step_overlay(runs, fig, title="RLC loop step response" + where)
+        aggregate = len({a.transport for a in good if degradation.setting_of(a) == setting}) < len(runs)
+        plots.step_overlay(runs, fig, title="RLC loop step response" + where, aggregate=aggregate)
+        end = plots.transient_end([r for r in runs if r.ok])
         if study.swept:
             section.h(3, setting)
-        section.fig(fig, f"y(t) of every run over the local baseline (grey){where}; lower panel: y − baseline [mV]"
+        what = ("per transport the median of its runs (line) and their min–max (band)" if aggregate else
+                "y(t) of every run")
+        section.fig(fig, f"{what[0].upper() + what[1:]} over the local baseline (black dashed){where}, the first "
+                         f"{sig(end, 2)} s; lower panel: y − baseline [mV]"
                          + (_faults_caption(runs[0].fault_kinds or ["outage"]) if runs[0].outage_windows_s else "")
                          + ".")
         b = runs[0]
         section.p(f"Local baseline (python-control, ZOH at T = {b.period_s * 1e3:.0f} ms, zero delay): "
-                  f"overshoot {fmt(b.baseline_step['Overshoot'], 2)} %, settling time "
-                  f"{fmt(b.baseline_step['SettlingTime'])} s, rise time {fmt(b.baseline_step['RiseTime'])} s, "
-                  f"final value {fmt(b.baseline_step['SteadyStateValue'])} V, "
-                  f"IAE {fmt(b.baseline_tracking['IAE'], 4)} V·s.")
+                  f"overshoot {sig(b.baseline_step['Overshoot'])} %, settling time "
+                  f"{sig(b.baseline_step['SettlingTime'])} s, rise time {sig(b.baseline_step['RiseTime'])} s, "
+                  f"final value {sig(b.baseline_step['SteadyStateValue'])} V, "
+                  f"IAE {sig(1e3 * b.baseline_tracking['IAE'])} mV·s.")
     return section
-
-
-CONDITION_COLUMNS = [
-    ("transport", None), ("runs", None), ("overshoot [%]", lambda r: r.step["Overshoot"]),
-    ("Δovershoot [pp]", lambda r: r.delta_overshoot_pp), ("settling [s]", lambda r: r.step["SettlingTime"]),
-    ("ΔIAE [V·s]", lambda r: r.delta_IAE), ("IAE(y − baseline) [mV·s]", lambda r: 1e3 * r.deviation["IAE"]),
-    ("y delay mean [ms]", lambda r: r.sensor.delay["mean_ms"]),
-    ("u delay mean [ms]", lambda r: r.actuation.delay["mean_ms"]),
-    ("RTT p50 [ms]", lambda r: r.rtt["p50_ms"]), ("RTT p99 [ms]", lambda r: r.rtt["p99_ms"]),
-    ("MDR u", lambda r: r.actuation.MDR)]
-
-
-def condition_section(good: list[RunAnalysis], swept: bool) -> Section:
-    """Per transport (per setting and transport with a sweep): medians over the repetitions."""
-    by_cond: dict[tuple[str, str], list] = {}
-    for a in good:
-        by_cond.setdefault((degradation.setting_of(a), a.transport), []).append(a.loop)
-    header = (["setting"] if swept else []) + [name for name, _ in CONDITION_COLUMNS]
-    rows = [([setting] if swept else []) + [transport, len(runs)] +
-            [median_of(get(r) for r in runs) for _, get in CONDITION_COLUMNS[2:]]
-            for (setting, transport), runs in by_cond.items()]
-    title = "Loop, per condition (median over repetitions)" if swept else "Loop, per transport (median over repetitions)"
-    return Section(title).table(header, rows)
 
 
 def same_loop(good: list[RunAnalysis]) -> dict | None:
@@ -230,7 +205,7 @@ def degradation_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path
                 "The same degradation against the jitter of the loop delay (standard deviation of the RTT).")
     header = (["setting"] if study.swept else []) + [
         "transport", "runs", "IAE(y − baseline) [mV·s]", "Δovershoot [pp]", "settling [s]", "RTT mean [ms]",
-        "RTT std [ms]", "y one-way mean/std/p95/p99 [ms]", "u one-way mean/std/p95/p99 [ms]", "MDR y / u",
+        "RTT std [ms]", "y one-way mean/std/p95/p99 [ms]", "u one-way mean/std/p95/p99 [ms]", "MDR y / u [%]",
         "settled / not / unstable"]
     rows = []
     for g in groups:
@@ -241,7 +216,7 @@ def degradation_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path
         rows.append(([g.setting] if study.swept else []) + [
             g.transport, g.n, pm(s["iae_dev_mVs"]), pm(s["delta_overshoot_pp"]), pm(s["settling_s"], 3),
             pm(s["rtt_mean_ms"]), pm(s["rtt_std_ms"]), four("y"), four("u"),
-            f"{fmt(s['mdr_y']['mean'])} / {fmt(s['mdr_u']['mean'])}",
+            f"{percent_text(s['mdr_y']['mean'])} / {percent_text(s['mdr_u']['mean'])}",
             " / ".join(str(g.verdicts[v]) for v in ("settled", "did not settle", "unstable"))])
     section.p("Per condition: mean ± std (min–max) over the repetitions (a single value for one run); "
               "one-way columns are means over the repetitions. All numbers per run: `degradation.csv`; "
@@ -249,22 +224,28 @@ def degradation_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path
     return section.table(header, rows, digits=2)
 
 
-DIRECTION_COLUMNS = ["run", "direction", "sent", "MDR", "delay mean [ms]", "std [ms]", "p50 [ms]", "p95 [ms]",
+DIRECTION_COLUMNS = ["run", "direction", "sent", "MDR [%]", "delay mean [ms]", "std [ms]", "p50 [ms]", "p95 [ms]",
                      "p99 [ms]", "period at receiver mean [ms]", "period std [ms]"]
 DIRECTIONS = (("sensor", "y plant→controller", "y: plant → controller"),
               ("actuation", "u controller→plant", "u: controller → plant"))
 
 
 def prediction_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Section:
-    """The prediction from measured delays, and (under it, as before) the loop's messages per
-    direction."""
+    """The prediction from measured delays: one paragraph when every run is explained by its
+    delays (the per-run numbers are in prediction.csv), else the per-run table, the findings
+    and the figure."""
     swept = study.swept
     section = Section("Prediction from measured delays")
+    preds = predictions(good)
+    threshold = prediction.RMS_THRESHOLD_MV
+    if preds and len(preds) == len(good) and all(p.explained for p in preds):
+        text = exact_sentence(preds)
+        return section.p(text[0].upper() + text[1:] + " Per run: `prediction.csv`.")
     section.p("Each run's own actuation trace (sample k's stamp → arrival at the plant of the u answering k, from "
               "`records/plant.csv`; a lost or stale u updates nothing) replayed through the exact loop model "
               "(`baseline.simulate_loop`) at the real sample times gives ŷ, the response delay and loss alone would "
               "produce. Error = ŷ − y; a run is explained when its RMS error is at most "
-              f"{prediction.RMS_THRESHOLD_MV:g} mV (1 % of the 0.5 V steady state). Two coarser replays show what "
+              f"{threshold:g} mV (1 % of the 0.5 V steady state). Two coarser replays show what "
               "matters: the measured delays at nominal sample times k·T (no sampling jitter), and the median "
               "delay alone (no jitter at all).")
     header = (["setting"] if swept else []) + [
@@ -277,11 +258,11 @@ def prediction_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path)
             rows.append(first + [None] * 8 + ["no prediction: " + "; ".join(p.problems if p else [])])
             continue
         m = p.modes
-        rows.append(first + [p.lost, p.stale, p.rms_mV, p.max_mV, p.delta_overshoot_pp, m["delays"].rms_mV,
-                             m["mean_delay"].rms_mV, m["mean_delay"].delta_overshoot_pp,
-                             "explained" if p.explained else "NOT explained"])
-    section.table(header, rows, digits=4)
-    findings = [s for s in (prediction.finding(p) for p in predictions(good)) if s]
+        rows.append(first + [p.lost, p.stale, sig(p.rms_mV), sig(p.max_mV), sig(p.delta_overshoot_pp),
+                             sig(m["delays"].rms_mV), sig(m["mean_delay"].rms_mV),
+                             sig(m["mean_delay"].delta_overshoot_pp), "explained" if p.explained else "NOT explained"])
+    section.table(header, rows)
+    findings = [s for s in (prediction.finding(p) for p in preds) if s]
     if findings:
         section.h(3, "Findings").ul(findings, "finding")
     for setting in study.settings:
@@ -290,14 +271,39 @@ def prediction_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path)
             continue
         where = f", {setting}" if swept else ""
         fig = fig_dir / (f"prediction__{slug(setting)}.png" if swept else "prediction.png")
-        plots.prediction_overlay(preds, fig, title="Predicted from measured delays vs measured" + where)
+        end = plots.transient_end([a.loop for a in good if degradation.setting_of(a) == setting and a.loop.ok])
+        plots.prediction_overlay(preds, fig, title="Predicted from measured delays vs measured" + where, end=end)
         section.fig(fig, f"Measured y (colour) and ŷ predicted from the run's measured delays (black dashed){where}; "
                          "lower panel: ŷ − y in mV for the prediction (solid) and for the median delay alone (dashed).")
-    section.h(3, "Loop messages per direction")
+    return section
+
+
+def exact_sentence(preds) -> str:
+    """The prediction of runs that are all explained, in one or two sentences: the largest
+    RMS error, and what the median delay alone leaves."""
+    threshold = prediction.RMS_THRESHOLD_MV
+    worst = max(p.rms_mV for p in preds)
+    exact = worst < threshold * 1e-3
+    mean_only = max(p.modes["mean_delay"].rms_mV for p in preds)
+    jittery = sum(p.modes["mean_delay"].rms_mV > threshold for p in preds)
+    text = ("replaying each run's measured delays and losses through the exact loop model reproduces every run"
+            + (" exactly" if exact else "") + f" ({len(preds)} runs; largest RMS error {worst:.1g} mV"
+            + (", rounding" if 0 < worst and exact else "") + f"; threshold {threshold:g} mV): delay and loss explain "
+            "the degradation. ")
+    if jittery:
+        return text + (f"The median delay alone, without its jitter, leaves up to {sig(mean_only, 2)} mV RMS, above the "
+                       f"threshold in {jittery} of {len(preds)} runs: there the jitter of the delay shaped the response.")
+    return text + f"The median delay alone does as well (at most {sig(mean_only, 2)} mV RMS): jitter did not matter."
+
+
+def directions_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Section:
+    """The loop's messages per direction: delivery, one-way delay and period per run, and
+    the delay histograms."""
+    section = Section("Loop messages per direction")
     section.table(DIRECTION_COLUMNS, [
-        [a.run_id, label, d.sent, d.MDR, d.delay["mean_ms"], d.delay["std_ms"], d.delay["p50_ms"], d.delay["p95_ms"],
-         d.delay["p99_ms"], d.period["mean_ms"], d.period["std_ms"]]
-        for a in good for key, label, _ in DIRECTIONS for d in [getattr(a.loop, key)]])
+        [a.run_id, label, d.sent, 100 * d.MDR, d.delay["mean_ms"], d.delay["std_ms"], d.delay["p50_ms"],
+         d.delay["p95_ms"], d.delay["p99_ms"], d.period["mean_ms"], d.period["std_ms"]]
+        for a in good for key, label, _ in DIRECTIONS for d in [getattr(a.loop, key)]], digits=2)
     for key, _, title in DIRECTIONS:
         samples: dict[str, dict[str, list[float]]] = {}
         for a in good:
@@ -306,7 +312,7 @@ def prediction_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path)
         fig = fig_dir / f"delay_{key}.png"
         plots.delay_histograms_by_setting(samples, fig, title=f"One-way delay, {title}")
         section.fig(fig, f"Histogram of the one-way delay of every loop message, {title}"
-                         f"{', one panel per setting' if swept else ''}.")
+                         f"{', one panel per setting' if study.swept else ''}.")
     return section
 
 

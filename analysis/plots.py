@@ -31,41 +31,98 @@ def transport_color(name: str) -> str:
     return TRANSPORT_COLORS.get(name) or _FALLBACK[zlib.crc32(name.encode()) % len(_FALLBACK)]
 
 
-def step_overlay(runs: Iterable[dict], path: Path, title: str = "RLC loop step response") -> Path:
-    """Networked step responses (one line per run, coloured by transport) over the local
-    baseline, in the manner of the Pound paper's control-loop figure; the lower panel shows
-    each run's deviation from the baseline, where small differences become visible."""
+def transient_end(runs: list[dict], factor: float = 1.5, minimum: float = 1.5) -> float:
+    """Where a step-response figure can end: ``factor`` × the longest settling time of the
+    runs and of their baseline (at least ``minimum`` seconds, at most the runs' length), and
+    past the last fault window. A run that did not settle shows the whole run."""
+    if not runs:
+        return minimum
+    length = max(float(r["t"][-1]) for r in runs if len(r["t"]))
+    times = [r.get("step", {}).get("SettlingTime") for r in runs] + \
+        [r.get("baseline_step", {}).get("SettlingTime") for r in runs[:1]]
+    if any(t is None or not np.isfinite(t) for t in times):
+        return length
+    end = max(minimum, factor * max(times))
+    windows = runs[0].get("outage_windows_s") or []
+    if windows:
+        end = max(end, max(e for _, e in windows) + minimum)
+    return min(end, length)
+
+
+def _on_grid(t, y, grid) -> np.ndarray:
+    """A sampled (zero-order-hold) signal read on another time grid: the last sample at or
+    before each instant."""
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    idx = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, len(t) - 1)
+    return y[idx]
+
+
+def group_by_transport(runs: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in runs:
+        out.setdefault(r["transport"], []).append(r)
+    return out
+
+
+def step_overlay(runs: Iterable[dict], path: Path, title: str = "RLC loop step response",
+                 aggregate: bool | None = None) -> Path:
+    """Networked step responses over the local baseline (black dashed, on top), in the manner
+    of the Pound paper's control-loop figure, cropped to the transient (:func:`transient_end`);
+    the lower panel shows each response's deviation from the baseline [mV], where small
+    differences become visible. With several runs per transport (``aggregate`` None: decided
+    so), one median line per transport with a min–max band over its runs; else one line per
+    run."""
     runs = [r for r in runs if r.get("ok")]
+    groups = group_by_transport(runs)
+    if aggregate is None:
+        aggregate = any(len(g) > 1 for g in groups.values())
     fig, (ax, dev) = plt.subplots(2, 1, figsize=(7.5, 5.6), dpi=110, sharex=True,
-                                  gridspec_kw={"height_ratios": [3, 1.4]})
+                                  gridspec_kw={"height_ratios": [3, 1.6]})
+    end = transient_end(runs)
     if runs:
         base = runs[0]
-        ax.step(base["t"], base["baseline_y"], where="post", color="0.55", lw=4.0, alpha=0.5,
-                label="local baseline (no network)", zorder=1)
+        ax.step(base["t"], base["baseline_y"], where="post", color="black", lw=2.0, ls=(0, (5, 2)),
+                label="local baseline (no network)", zorder=6)
         ax.axhline(base["baseline_step"]["SteadyStateValue"], color="0.6", lw=0.8, ls=":")
-        dev.axhline(0.0, color="0.55", lw=2.0, alpha=0.5)
+        dev.axhline(0.0, color="black", lw=1.6, ls=(0, (5, 2)), zorder=6)
         windows = base.get("outage_windows_s") or []
         kinds = base.get("fault_kinds") or ["outage"] * len(windows)
         labelled = set()
-        for (start, end), kind in zip(windows, kinds):   # in an outage the plant holds its last u
+        for (start, stop), kind in zip(windows, kinds):   # in an outage the plant holds its last u
             for axis in (ax, dev):
-                axis.axvspan(start, end, color="tab:red" if kind == "outage" else "tab:orange", alpha=0.12, lw=0,
+                axis.axvspan(start, stop, color="tab:red" if kind == "outage" else "tab:orange", alpha=0.12, lw=0,
                              label=("link outage" if kind == "outage" else kind)
                              if (kind not in labelled and axis is ax) else None)
             labelled.add(kind)
-    seen = set()
-    for r in runs:
-        label = r["transport"] if r["transport"] not in seen else None
-        seen.add(r["transport"])
-        color = transport_color(r["transport"])
-        ax.step(r["t"], r["y"], where="post", color=color, lw=1.1, alpha=0.9, label=label, zorder=3)
-        n = min(len(r["y"]), len(r["baseline_y"]))
-        diff_mv = [1e3 * (a - b) for a, b in zip(r["y"][:n], r["baseline_y"][:n])]
-        dev.step(r["t"][:n], diff_mv, where="post", color=color, lw=1.0, alpha=0.9)
+    if aggregate and runs:
+        period = float(np.median(np.diff(runs[0]["t"]))) if len(runs[0]["t"]) > 1 else 0.02
+        grid = np.arange(0.0, end + period, period / 2)
+        base_y = _on_grid(runs[0]["t"], runs[0]["baseline_y"], grid)
+        for transport, rs in groups.items():
+            color = transport_color(transport)
+            ys = np.array([_on_grid(r["t"], r["y"], grid) for r in rs])
+            for axis, values in ((ax, ys), (dev, 1e3 * (ys - base_y))):
+                lo, med, hi = values.min(axis=0), np.median(values, axis=0), values.max(axis=0)
+                if len(rs) > 1:
+                    axis.fill_between(grid, lo, hi, step="post", color=color, alpha=0.14, lw=0, zorder=2)
+                axis.step(grid, med, where="post", color=color, lw=1.5, zorder=3,
+                          label=f"{transport} ({len(rs)} run{'s' if len(rs) != 1 else ''})" if axis is ax else None)
+        ax.plot([], [], color="0.4", lw=1.5, label="line: median, band: min–max")
+    else:
+        seen = set()
+        for r in runs:
+            label = r["transport"] if r["transport"] not in seen else None
+            seen.add(r["transport"])
+            color = transport_color(r["transport"])
+            ax.step(r["t"], r["y"], where="post", color=color, lw=1.2, alpha=0.9, label=label, zorder=3)
+            n = min(len(r["y"]), len(r["baseline_y"]))
+            diff_mv = [1e3 * (a - b) for a, b in zip(r["y"][:n], r["baseline_y"][:n])]
+            dev.step(r["t"][:n], diff_mv, where="post", color=color, lw=1.1, alpha=0.9, zorder=3)
+    ax.set_xlim(-0.02 * end, end)
     ax.set_ylabel("capacitor voltage y = Vc [V]")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right", fontsize=7.5)
     dev.set_xlabel("time since the first sample [s]")
     dev.set_ylabel("y − baseline [mV]")
     dev.grid(True, alpha=0.3)
@@ -192,10 +249,12 @@ def degradation_scatter(groups: list[dict], x_key: str, xlabel: str, path: Path,
     return path
 
 
-def prediction_overlay(predictions: list[dict], path: Path, title: str = "Predicted vs measured") -> Path:
+def prediction_overlay(predictions: list[dict], path: Path, title: str = "Predicted vs measured",
+                       end: float | None = None) -> Path:
     """Measured y (transport colour) and the response predicted from the run's own measured
     delays (black dashed) on top; below, the prediction error ŷ − y in mV for the prediction
-    (solid) and for the median delay alone (dashed, lighter)."""
+    (solid) and for the median delay alone (dashed, lighter). ``end``: the time axis stops
+    there (the transient, :func:`transient_end`)."""
     preds = [p for p in predictions if p.get("ok")]
     fig, (ax, err) = plt.subplots(2, 1, figsize=(7.5, 5.6), dpi=110, sharex=True,
                                   gridspec_kw={"height_ratios": [3, 1.6]})
@@ -219,6 +278,8 @@ def prediction_overlay(predictions: list[dict], path: Path, title: str = "Predic
         ax.legend(loc="lower right", fontsize=8)
         err.legend(loc="upper right", fontsize=7)
     err.axhline(0.0, color="0.55", lw=0.8)
+    if end:
+        ax.set_xlim(-0.02 * end, end)
     err.set_xlabel("time since the first sample [s]")
     err.set_ylabel("ŷ − y [mV]")
     err.grid(True, alpha=0.3)

@@ -72,8 +72,10 @@ class Section:
             self.blocks.append(Bullets(list(items), css))
         return self
 
-    def table(self, header: list[str], rows: list[list[Any]], digits: int = 3) -> "Section":
-        self.blocks.append(Table(list(header), [list(r) for r in rows], digits))
+    def table(self, header: list[str], rows: list[list[Any]], digits: int = 3,
+              formats: dict[str, Any] | None = None) -> "Section":
+        """A table; ``formats``: column name -> formatter of that column's numbers."""
+        self.blocks.append(Table(list(header), [list(r) for r in rows], digits, dict(formats or {})))
         return self
 
     def fig(self, path: Path, caption: str = "") -> "Section":

@@ -11,12 +11,17 @@ flows); the loop kinds and :mod:`flow_sections` turn them into :class:`rendering
 s with tables (:mod:`tables`: one number formatter, one CSV writer); :mod:`rendering` writes
 the Markdown and, through a Jinja2 template, the HTML.
 
+The report answers first: after what was run and the Summary comes the decision table
+(:mod:`decision`: per condition one row per transport, ranked, with its spread over the
+repetitions and a verdict), then the figures and the detailed tables, and at the end the
+glossary (:mod:`glossary`). Units are one per quantity: delays in ms, IAE in mV·s, MDR in %.
+
 Files written into the results directory:
 
     report.html       everything below in one page, figures embedded (base64 PNG)
     report.md         the same text and tables, figures linked from figures/
-    runs.csv          every loop run (the table "Every loop run")
-    degradation.csv   one point per loop run: degradation, delay, jitter, MDR, prediction error
+    runs.csv          every loop run (the table "Every loop run"; MDR in %, IAE in mV·s)
+    degradation.csv   one point per loop run: degradation, delay, jitter, MDR [%], prediction error
     conditions.csv    per condition (setting x transport): n, mean, std, min, max, median of each
     prediction.csv    per loop run: the prediction error of the three replays
     flow_<name>.csv   per flow, the Pound paper's table with the delay's percentiles
@@ -33,7 +38,7 @@ from typing import Any
 from ..jsonio import write_json_atomic
 from ..rundir import RunDir, invalid_attempts
 from ..testbed.profiles import link_capacity_mbit
-from . import clocks, degradation, flow_sections, outages, prediction
+from . import clocks, decision, degradation, flow_sections, outages, prediction, ros2_section
 from .flow_run import analyse_flow_receivers, recorded_flows
 from .loop_kinds import KINDS, ReportContext, analysis_for, loop_type_of
 from .loop_run import read_run_metadata
@@ -114,24 +119,45 @@ RUN_COLUMNS = [
     ("run", lambda r: r.run_id),
     ("transport", lambda r: r.transport),
     ("status", lambda r: r.status),
-    ("negotiated", lambda r: ", ".join(f"{k.strip('/')} {v}" for k, v in (r.negotiated_transport or {}).items())
-     or None),
+    ("negotiated", lambda r: negotiated_text(r.transport, r.negotiated_transport)),
     ("overshoot [%]", lambda r: r.step["Overshoot"]),
     ("settling [s]", lambda r: r.step["SettlingTime"]),
     ("rise [s]", lambda r: r.step["RiseTime"]),
     ("y final [V]", lambda r: r.step["SteadyStateValue"]),
-    ("IAE [V·s]", lambda r: r.tracking["IAE"]),
-    ("ΔIAE [V·s]", lambda r: r.delta_IAE),
+    ("IAE [mV·s]", lambda r: 1e3 * r.tracking["IAE"]),
+    ("ΔIAE [mV·s]", lambda r: 1e3 * r.delta_IAE),
     ("IAE(y − baseline) [mV·s]", lambda r: 1e3 * r.deviation["IAE"]),
     ("y delay mean [ms]", lambda r: r.sensor.delay["mean_ms"]),
     ("y delay p99 [ms]", lambda r: r.sensor.delay["p99_ms"]),
     ("u delay mean [ms]", lambda r: r.actuation.delay["mean_ms"]),
     ("u delay p99 [ms]", lambda r: r.actuation.delay["p99_ms"]),
     ("RTT median [ms]", lambda r: r.rtt["p50_ms"]),
-    ("MDR y", lambda r: r.sensor.MDR),
-    ("MDR u", lambda r: r.actuation.MDR),
+    ("MDR y [%]", lambda r: 100 * r.sensor.MDR),
+    ("MDR u [%]", lambda r: 100 * r.actuation.MDR),
     ("stale u", lambda r: r.stale_actuations),
 ]
+
+
+#: transports whose nodes, though under one master per host, connect to each other directly
+#: (the masters are synchronised): their connections cross the link as negotiated, no relay
+DIRECT_ACROSS_MASTERS = {"multimaster"}
+
+
+def negotiated_text(transport: str, negotiated: dict[str, str] | None) -> str | None:
+    """What each topic's subscriber connection really was, topics with the same connection
+    together ("y, u UDPROS; flows/image TCPROS+NODELAY"). Across masters the runner sees only
+    the subscriber's local connection (marked "via relay"): for a relay transport that is the
+    hop from the relay to the node, not what crosses the link, and is said so."""
+    if not negotiated:
+        return None
+    by: dict[str, list[str]] = {}
+    for topic, value in negotiated.items():
+        if value.endswith(" via relay"):
+            hop = value[:-len(" via relay")]
+            value = (f"{hop} to the remote publisher (masters synchronised)" if transport in DIRECT_ACROSS_MASTERS
+                     else f"{transport} relay across the link ({hop} between relay and node)")
+        by.setdefault(value, []).append(topic.strip("/"))
+    return "; ".join(f"{', '.join(topics)} {value}" for value, topics in by.items())
 
 
 def _value(get, loop) -> Any:
@@ -158,7 +184,8 @@ def write_report(path: Path) -> Path:
     order = campaign_exp.get("transport")
     loop_runs = [a for a in analyses if a.has_loop]
     study = loop_study(loop_runs, order if isinstance(order, list) else None)
-    ctx = ReportContext(fig_dir=fig_dir, study=study)
+    ctx = ReportContext(fig_dir=fig_dir, study=study, transport_order=order if isinstance(order, list) else None,
+                        descriptions=decision.transport_descriptions(analyses))
     # Tables and figures use complete runs only; the others are listed under Problems, and
     # kept in the per-run table, so nothing disappears silently.
     usable = [a for a in analyses if a.status == "complete"]
@@ -189,6 +216,11 @@ def write_report(path: Path) -> Path:
         doc.add(section)
     for kind in kinds:
         try:
+            doc.add(kind.decision(by_kind[kind.name], ctx))
+        except Exception as err:  # keep the rest of the report
+            doc.add(Section("Decision table").p(f"The decision table failed: {type(err).__name__}: {err}", "problems"))
+    for kind in kinds:
+        try:
             doc.add(*kind.section(by_kind[kind.name], ctx))
         except Exception as err:  # keep the rest of the report
             doc.add(Section(f"{kind.name} loop").p(f"This part of the analysis failed: {type(err).__name__}: {err}",
@@ -198,7 +230,9 @@ def write_report(path: Path) -> Path:
     doc.add(cpu_section(usable))
     doc.add(machines_section(analyses))
     doc.add(outages_section(usable))
+    doc.add(ros2_section.section(usable))
     doc.add(closing(loop_runs, excluded, broken, absent))
+    doc.add(decision.glossary_section())
     doc.write(path / "report.md", path / "report.html")
     return path / "report.html"
 
@@ -267,7 +301,7 @@ def _outage_row(transport: str, name: str, entries: list[dict]) -> list:
 def _burst_row(transport: str, name: str, entries: list[dict]) -> list:
     sent = sum(e.get("sent", 0) for e in entries)
     lost = sum(e["lost"] for e in entries)
-    return [transport, name, len(entries), sent, lost, lost / sent if sent else None]
+    return [transport, name, len(entries), sent, lost, 100 * lost / sent if sent else None]
 
 
 def outages_section(runs: list[RunAnalysis]) -> Section | None:
@@ -306,8 +340,8 @@ def outages_section(runs: list[RunAnalysis]) -> Section | None:
                   "each lost datagram; TCP loses nothing on the network but its retransmission back-off "
                   "delays messages by up to seconds and delivers them in bunches, which ROS's publisher and "
                   "subscriber queues then partly drop (the flow tables' queue drops).")
-        section.table(["transport", "stream", "bursts", "sent during bursts", "lost", "lost share"],
-                      [_burst_row(t, n, e) for (kind, t, n), e in groups.items() if kind == "loss burst"], digits=3)
+        section.table(["transport", "stream", "bursts", "sent during bursts", "lost", "lost share [%]"],
+                      [_burst_row(t, n, e) for (kind, t, n), e in groups.items() if kind == "loss burst"], digits=1)
     return section
 
 
@@ -396,10 +430,19 @@ def opening(meta: dict[str, Any], exp: dict[str, Any], analyses: list[RunAnalysi
         *(["sweep: " + "; ".join(f"`{k}` = {v}" for k, v in sweep.items())] if sweep else []),
         f"repetitions: {exp.get('repetitions', '?')}",
         f"git {(git.get('commit') or '?')[:10]}{' (dirty)' if git.get('dirty') else ''}; "
-        f"host {host.get('cpu', '?')} ×{host.get('cores', '?')}",
+        f"host {host.get('cpu', '?')} ×{host.get('cores', '?')}" + _dates(analyses),
         f"runs: {len(analyses)} ({sum(1 for a in analyses if not a.problems)} without problems)"
         + (f"; {len(absent)} listed in campaign.json but missing" if absent else ""),
         *([rerun_line(reruns)] if reruns else [])])
+
+
+def _dates(analyses: list[RunAnalysis]) -> str:
+    """"; run on <first day>[ to <last day>]" from the runs' start times ("" when unknown)."""
+    days = sorted({str(a.meta.get("start_time"))[:10] for a in analyses
+                   if isinstance(a.meta.get("start_time"), str) and len(a.meta["start_time"]) >= 10})
+    if not days:
+        return ""
+    return f"; run on {days[0]}" + (f" to {days[-1]}" if days[-1] != days[0] else "")
 
 
 def rerun_line(reruns: dict[str, int]) -> str:
@@ -417,7 +460,7 @@ def closing(loop_runs: list[RunAnalysis], excluded: list[RunAnalysis], broken: l
         section.p("**Excluded from the tables and figures above** (see Problems): " +
                   ", ".join(f"`{a.run_id}` ({a.status})" for a in excluded))
     if loop_runs:
-        section.h(2, "Every loop run").table(*run_rows(loop_runs))
+        section.h(2, "Every loop run").table(*run_rows(loop_runs), digits=2)
     if broken or absent:
         section.h(2, "Problems")
         section.ul([f"`{a.run_id}` ({a.status}): " + "; ".join(a.problems) for a in broken] +
@@ -425,21 +468,25 @@ def closing(loop_runs: list[RunAnalysis], excluded: list[RunAnalysis], broken: l
                     f"directory is missing{': ' + str(c['error']) if c.get('error') else ''}" for c in absent],
                    "problems")
     return section.p(
-        "Columns: overshoot, settling (2 % band) and rise time (10–90 %) from python-control's `step_info`; "
-        "IAE = Σ|r − y|·T; ΔIAE = IAE − IAE of the baseline (small for a P loop, whose steady-state error "
-        "dominates IAE); IAE(y − baseline) = Σ|y − y_baseline|·T, how far the response strays from the "
-        "local one; delays are one-way, from the sender's publish to the receiver's callback (one shared "
-        "clock on one machine); RTT is measured on the plant's clock from a sample to the actuation "
-        "answering it (the loop delay; its std is the loop's jitter); MDR = delivered / sent. Flow tables "
-        "follow the Pound paper's layout: J_d is the period at the destination, D the one-way delay (for an "
-        "echo flow RTT, the round trip on the sender's clock) with its median and 95th/99th percentiles, "
-        "BW the bandwidth used at the receiver; the source period is the sender's own (its publish times, or "
-        "a bag replay's packets on the sending host's interface): J_d = source period + the change of D, so "
-        "std J_d can exceed 2 × std D only by the source's jitter; a flow with several subscribers has one "
-        "row per subscriber.")
+        "Every term and unit is in the Glossary below. Loop delays are one-way, from the sender's publish to "
+        "the receiver's callback (one shared clock on one machine, or corrected by the measured clock "
+        "offsets); the RTT is read on the plant's clock. Flow tables follow the Pound paper's layout; the "
+        "source period is the sender's own (its publish times, or a bag replay's packets on the sending "
+        "host's interface): J_d = source period + the change of D, so std J_d can exceed 2 × std D only by "
+        "the source's jitter; a flow with several subscribers has one row per subscriber.")
 
 
 # -- CSV tables ----------------------------------------------------------------------------------
+
+def _scaled(value: Any, factor: float | None) -> Any:
+    """``value`` × ``factor`` (a share written in %), missing values and factor None unchanged."""
+    if factor is None or value is None or isinstance(value, bool):
+        return value
+    try:
+        return float(value) * factor
+    except (TypeError, ValueError):
+        return value
+
 
 POINT_META = ["run_id", "transport", "setting", "condition", "repetition", "status", "verdict", "explained"]
 
@@ -449,8 +496,9 @@ def write_tables(path: Path, loop_runs: list[RunAnalysis], study: LoopStudy) -> 
     if not loop_runs:
         return
     write_csv(path / "runs.csv", *run_rows(loop_runs))
+    scale = degradation.CSV_SCALE
     write_csv(path / "degradation.csv", POINT_META + [label for _, label in degradation.POINT_FIELDS],
-              [[getattr(p, k) for k in POINT_META] + [getattr(p, k) for k, _ in degradation.POINT_FIELDS]
+              [[getattr(p, k) for k in POINT_META] + [_scaled(getattr(p, k), scale.get(k)) for k, _ in degradation.POINT_FIELDS]
                for p in study.points])
     stats = ("n", "mean", "std", "min", "max", "median")
     groups = study.groups
@@ -458,7 +506,8 @@ def write_tables(path: Path, loop_runs: list[RunAnalysis], study: LoopStudy) -> 
               ["setting", "transport", "runs", "settled", "did not settle", "unstable"] +
               [f"{label} {s}" for _, label in degradation.POINT_FIELDS for s in stats],
               [[g.setting, g.transport, g.n, g.verdicts["settled"], g.verdicts["did not settle"], g.verdicts["unstable"]]
-               + [g.stats[k][s] for k, _ in degradation.POINT_FIELDS for s in stats] for g in groups])
+               + [g.stats[k][s] if s == "n" else _scaled(g.stats[k][s], scale.get(k))
+                  for k, _ in degradation.POINT_FIELDS for s in stats] for g in groups])
     rows = []
     for a in loop_runs:
         p = a.prediction

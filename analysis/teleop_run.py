@@ -89,7 +89,7 @@ def analyse_teleop_run(run_dir: Path, meta: dict[str, Any] | None = None) -> Tel
     return out
 
 
-def _deviation(a: StepResponse, b: StepResponse) -> float:
+def step_deviation(a: StepResponse, b: StepResponse) -> float:
     """IAE between two normalised step responses on a's time grid (b interpolated), in s."""
     t, y = np.asarray(a.t), np.asarray(a.y)
     yb = np.interp(t, b.t, b.y)
@@ -150,8 +150,8 @@ def teleop_section(runs: list[TeleopRunResult], fig_dir: Path) -> Section | None
         rows.append([r.run_id, "trial on the car (local)" if r.local else f"over {r.transport}",
                      sm["RiseTime"], sm["Overshoot"], sm["SettlingTime"], hm["RiseTime"], hm["Overshoot"],
                      hm["SettlingTime"],
-                     _deviation(r.speed, local.speed) if against_local else math.nan,
-                     _deviation(r.heading, local.heading) if against_local else math.nan,
+                     step_deviation(r.speed, local.speed) if against_local else math.nan,
+                     step_deviation(r.heading, local.heading) if against_local else math.nan,
                      r.odom_delay["mean_ms"], r.odom_delay["p99_ms"], r.command_age["mean_ms"]])
     section.table(TELEOP_COLUMNS, rows)
     section.p("Steps are normalised (0 → 1) and timed from the reference change; the response is the "
