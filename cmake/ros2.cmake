@@ -49,4 +49,13 @@ if(TARGET netloop_cpp_tests)
   target_sources(netloop_cpp_tests PRIVATE ${NETLOOP_ROS2_TESTS})
   target_link_libraries(netloop_cpp_tests netloop_ros2 ${catkin_LIBRARIES})
   add_dependencies(netloop_cpp_tests ${PROJECT_NAME}_generate_messages_cpp)
+  # ROS 2's IDL of a few types compiled by Cyclone's idlc (cyclonedds-tools): an independent
+  # type support for test_ros2_interop.cpp.
+  find_program(NETLOOP_IDLC idlc)
+  if(TARGET CycloneDDS::ddsc AND NETLOOP_IDLC AND COMMAND idlc_generate)
+    idlc_generate(TARGET netloop_ros2_interop_idl FILES ${PROJECT_SOURCE_DIR}/test/cpp/ros2_idl/netloop_ros2_interop.idl
+      DEFAULT_EXTENSIBILITY final)
+    target_link_libraries(netloop_cpp_tests netloop_ros2_interop_idl)
+    target_compile_definitions(netloop_cpp_tests PRIVATE NETLOOP_ROS2_INTEROP_IDL=1)
+  endif()
 endif()
