@@ -219,7 +219,10 @@ def test_native_endpoint_params(tmp_path, monkeypatch):
     assert params == {"transport": "tcp_nodelay", "middleware": "cyclonedds",
                       "middleware_config": str(tmp_path / "transport" / "operator.xml"), "domain_id": 0,
                       "qos_reliability": "best_effort", "qos_durability": "volatile", "qos_depth": 2,
-                      "status_path": str(tmp_path / "records" / "controller.ros2.json")}
+                      "status_path": str(tmp_path / "records" / "controller.ros2.json"),
+                      # a raw middleware input (flow_sink) takes the type from these
+                      "middleware_in": True, "datatype": "netloop/LoopSample", "md5sum": "a" * 32,
+                      "definition": "uint32 seq\n"}
     assert t.describe_topic("/y") == "cyclonedds native best_effort/volatile/2"
     assert t.native_nodes["/controller"]["topics"] == ["/y"]
     meta = t.metadata()
@@ -243,3 +246,32 @@ def test_bridge_starts_one_bridge_per_host(tmp_path, monkeypatch):
     assert robot["stats_path"].endswith("records/relay_ros2_bridge_robot_stats.jsonl")
     assert t.endpoint_params("/y", 40, "subscriber", node="controller", host="operator") == \
         {"transport": "tcp_nodelay"}
+
+
+def test_report_section_from_the_ros2_record():
+    from types import SimpleNamespace
+
+    from netloop.analysis import ros2_section
+    wire = {"samples_sent": 50, "samples_received": 49, "retransmits": -1, "heartbeats": 3, "acknacks": -1,
+            "samples_lost": 0, "samples_rejected": -1}
+    record = {"middleware": "cyclonedds", "deployment": "native",
+              "qos": {"/y": {"reliability": "reliable", "durability": "volatile", "depth": 10}},
+              "nodes": {"plant": {"discovery_s": 0.012, "first_sample_s": {"/u": 0.2}, "wire": wire},
+                        "controller": {"discovery_s": 0.1, "first_sample_s": {"/y": 0.3}, "wire": wire}}}
+    runs = [SimpleNamespace(run_id="cyclonedds-r0", meta={"ros2": record}), SimpleNamespace(run_id="tcp-r0", meta={})]
+    section = ros2_section.section(runs)
+    assert section.title == "ROS 2 middlewares"
+    table = next(b for b in section.blocks if hasattr(b, "rows"))
+    row = dict(zip(table.header, table.rows[0]))
+    assert row["discovery [ms]"] == pytest.approx(100) and row["first sample [ms]"] == pytest.approx(200)
+    assert row["sent"] == 100 and row["heartbeats"] == 6 and row["retransmits"] != row["retransmits"]   # NaN
+    assert len(table.rows) == 1
+    assert ros2_section.section(runs[1:]) is None
+
+
+def test_multicast_discovery_refused_on_a_two_hop_chain():
+    with pytest.raises(ConfigError, match="transport_options.zenoh.discovery: .*2-hop chain.*use discovery: peers"):
+        validate_experiment({"transport": "zenoh", "link": "wifi6_2hop"}, name="x")
+    validate_experiment({"transport": "zenoh", "link": "wifi6_2hop",
+                         "transport_options": {"zenoh": {"discovery": "peers"}}}, name="x")
+    validate_experiment({"transport": "cyclonedds", "link": "wifi6"}, name="x")      # ns-3 Wi-Fi carries multicast

@@ -397,19 +397,23 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
                 if negotiated is None:
                     negotiated = negotiated_transports(hosts, ros1_connections, seen)
                 unmatched = _native_matched(transport, native_connections) if native_connections else []
+                if hasattr(transport, "unmatched_bridges"):   # ROS 2 bridges: their middleware side matched too
+                    unmatched += transport.unmatched_bridges()
                 if negotiated is not None and not unmatched:
                     break
                 time.sleep(0.05)
             if negotiated is not None and native_connections and not unmatched:
                 negotiated = {**negotiated, **_native_negotiated(transport, native_connections)}
+            if negotiated and hasattr(transport, "describe_connection") and transport.deployment == "bridge":
+                negotiated = {k: transport.describe_connection(k.split(" -> ")[0], v) for k, v in negotiated.items()}
             meta.update(negotiated_transport=negotiated or {}, node_uris=_node_uris(hosts, connections),
                         masters={h: m.uri for h, m in masters.items()})
             if negotiated is None or unmatched:
                 missing = sorted(f"{topic} ({publisher} -> {subscriber})"
                                  for topic, publisher, subscriber in ros1_connections
                                  if (topic, publisher, subscriber) not in seen)
-                missing += [f"{node} (its {transport.name} endpoints not matched: no matched_ns in "
-                            f"{Path(transport.native_nodes[node]['status_path']).name})" for node in unmatched]
+                missing += [f"{node} (its {transport.name} endpoints not matched: no matched_ns in its status file "
+                            f"records/{node.lstrip('/')}.ros2.json)" for node in unmatched]
                 raise RunFailed(f"not every subscriber connected within connect_timeout = {exp.connect_timeout:g} s: "
                                 f"{len(missing)} of {len(connections)} "
                                 f"still missing: {', '.join(missing)}")

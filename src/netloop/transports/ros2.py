@@ -179,7 +179,17 @@ class Ros2Transport(Transport):
                   **resolved.node_params(), "status_path": str(status)}
         if self.middleware == "zenoh":
             params["type_hashes"] = dict(self.type_hashes)
+        if role == "subscriber":   # a raw middleware input (flow_sink) needs the type (src/nodes/flow_sink.cpp)
+            params["middleware_in"] = True
+            info = self._type_of(topic)
+            if info:
+                params.update(datatype=info["type"], md5sum=info["md5"], definition=info["definition"])
         return params
+
+    def _type_of(self, topic: str) -> dict[str, str] | None:
+        assert self.ctx is not None
+        datatype = next((t.datatype for t in self.ctx.topics if t.topic == topic), None)
+        return message_type(datatype) if datatype else None
 
     def _config_for(self, host: str, node: str) -> str:
         assert self.plan is not None and self.ctx is not None
@@ -290,6 +300,17 @@ class Ros2Transport(Transport):
         qos = self.topic_qos.get(topic) or self.qos_for()
         return f"{self.middleware} native {qos.describe()}"
 
+    def describe_connection(self, topic: str, ros1: str) -> str:
+        """``negotiated_transport`` of a bridged topic: the node's local ROS 1 connection and what
+        the bridges carry it over (``TCPROS+NODELAY via ros2_bridge (cyclonedds reliable/volatile/10)``)."""
+        qos = self.topic_qos.get(topic) or self.qos_for()
+        return ros1.replace(" via relay", "") + f" via ros2_bridge ({self.middleware} {qos.describe()})"
+
+    def unmatched_bridges(self) -> list[str]:
+        """Bridges whose status file does not say matched yet (their middleware endpoints)."""
+        return [p["name"] for p in self.processes if p["params"].get("status_path")
+                and not (read_status(Path(p["params"]["status_path"])) or {}).get("matched_ns")]
+
     def metadata(self) -> dict[str, Any]:
         opts = self.options or validate(self.options_schema, {})
         out = {"name": self.name, "description": self.description, "middleware": self.middleware,
@@ -396,15 +417,17 @@ def check_experiment(exp) -> list[tuple[str, str]]:
     return out
 
 
-#: link types that do not carry multicast between the hosts (filled in from measurements)
-NO_MULTICAST_LINKS: dict[str, str] = {}
-
-
 def multicast_problem(link: str, link_params: dict) -> str | None:
-    """Why multicast discovery cannot work over ``link``, or None."""
+    """Why multicast discovery cannot reach every host over ``link``, or None. Measured: SPDP
+    multicast and Zenoh scouting cross ``ethernet`` (veth, bridge) and the ns-3 Wi-Fi links
+    (TapBridge passes group frames; 802.11 sends them at the basic rate); on a two-hop chain the
+    ends are out of each other's range and the relay host does not route multicast."""
     from ..testbed import load_profile  # noqa: PLC0415
     try:
-        kind = load_profile(link, link_params)["type"]
+        profile = load_profile(link, link_params)
     except Exception:  # noqa: BLE001 - a bad profile is reported by its own check
         return None
-    return NO_MULTICAST_LINKS.get(kind)
+    if int(profile.get("hops", 1) or 1) > 1:
+        return (f"link '{link}' is a {profile['hops']}-hop chain: its ends are out of each other's range and "
+                f"the relay host does not route multicast, so multicast discovery never reaches the far end")
+    return None
