@@ -311,6 +311,39 @@ TEST(Ros2DdsChild, Publish) {
   EXPECT_TRUE(acks.waitFor(1, std::chrono::milliseconds(8000)));
 }
 
+// Fast DDS and Cyclone DDS on one domain: ROS 2 nodes on different rmw implementations talk to
+// each other over RTPS; so must netloop's two backends (same topic and type names, same CDR).
+TEST(Ros2CrossVendor, FastDdsAndCycloneDdsTalk) {
+  auto have = availableMiddlewares();
+  if (std::find(have.begin(), have.end(), "cyclonedds") == have.end() ||
+      std::find(have.begin(), have.end(), "fastdds") == have.end())
+    GTEST_SKIP() << "needs both DDS";
+  ParticipantConfig cc, fc;
+  cc.middleware = "cyclonedds";
+  fc.middleware = "fastdds";
+  cc.domain_id = fc.domain_id = nextDomain();
+  cc.config_file = configFile("cyclonedds");
+  fc.config_file = configFile("fastdds");
+  auto cyc = createParticipant(cc);
+  auto fast = createParticipant(fc);
+  Inbox at_cyc, at_fast;
+  auto sub_c = cyc->createSubscription("/xv", "netloop/LoopSample", qosProfile("default"), at_cyc.callback());
+  auto sub_f = fast->createSubscription("/xv_back", "netloop/LoopSample", qosProfile("default"), at_fast.callback());
+  auto pub_f = fast->createPublisher("/xv", "netloop/LoopSample", qosProfile("default"));
+  auto pub_c = cyc->createPublisher("/xv_back", "netloop/LoopSample", qosProfile("default"));
+  ASSERT_TRUE(waitUntil([&] { return pub_f->matched() == 1 && pub_c->matched() == 1; }, std::chrono::milliseconds(4500)))
+      << pub_f->matched() << " " << pub_c->matched();
+  Bytes small = loopSample(5, 100), big = loopSample(6, 300000);
+  pub_f->publish(small);
+  pub_f->publish(big);
+  pub_c->publish(small);
+  pub_c->publish(big);
+  ASSERT_TRUE(at_cyc.waitFor(2, std::chrono::milliseconds(3000))) << at_cyc.size();
+  ASSERT_TRUE(at_fast.waitFor(2, std::chrono::milliseconds(3000))) << at_fast.size();
+  EXPECT_TRUE(at_cyc.samples[0] == small && at_cyc.samples[1] == big);
+  EXPECT_TRUE(at_fast.samples[0] == small && at_fast.samples[1] == big);
+}
+
 INSTANTIATE_TEST_SUITE_P(Middlewares, Ros2Dds, ::testing::Values("cyclonedds", "fastdds"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
