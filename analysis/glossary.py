@@ -55,6 +55,13 @@ GLOSSARY: tuple[Term, ...] = (
     Term("pp", "", "Percentage points: the difference of two percentages (40 % − 35 % = 5 pp, not 14 %)."),
     Term("settling time", "s", "Time until the response stays within 2 % of its final value."),
     Term("rise time", "s", "Time the response takes from 10 % to 90 % of its final value."),
+    Term("stale u", "",
+         "An actuation that reached the plant after a newer one had been applied; the plant drops it."),
+    Term("IAE vs local", "s",
+         "Teleoperation: Σ|y − y_local|·Δt of a speed or heading step normalised to 0 → 1, against the same "
+         "trial run on the car's own host."),
+    Term("command age", "ms",
+         "Teleoperation: a command's publish time minus the stamp of the odometry it was computed from."),
     Term("condition", "",
          "One transport at one setting of the swept parameters (e.g. udp at delay_ms=10); without a sweep, "
          "the transport alone."),
