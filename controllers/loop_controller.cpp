@@ -9,6 +9,9 @@
 // Private: ~transport (tcp | tcp_nodelay | udp, for the y subscription), ~padding_bytes,
 //   ~record_path (CSV event log, empty = none), ~publisher_queue_size (u),
 //   ~subscriber_queue_size (y) [messages, default 10].
+// ROS 2: with ~middleware (cyclonedds | fastdds | zenoh) y and u go over that middleware
+//   instead of roscpp, with ~middleware_config, ~domain_id, ~qos_*, ~status_path (see
+//   include/netloop/ros2/endpoint.h); ~transport does not apply then.
 // When it stops it writes what it received and lost of y beside the record (receive_stats.h).
 #include <netloop/LoopSample.h>
 #include <ros/ros.h>
@@ -18,6 +21,7 @@
 #include "netloop/event_log.h"
 #include "netloop/loop_node.h"
 #include "netloop/receive_stats.h"
+#include "netloop/ros2/endpoint.h"
 #include "netloop/transport.h"
 
 namespace netloop {
@@ -29,7 +33,8 @@ struct PidGains {
 
 class LoopController {
  public:
-  LoopController(const PidGains& g, double reference, uint32_t padding, ros::Publisher pub, const std::string& path)
+  LoopController(const PidGains& g, double reference, uint32_t padding, ros2::TopicPublisher<LoopSample> pub,
+                 const std::string& path)
       : g_(g), r_(reference), padding_(padding), pub_(std::move(pub)), log_(path) {}
 
   const SeqTracker& sampleSeqs() const { return y_seqs_; }
@@ -53,7 +58,7 @@ class LoopController {
   PidGains g_;
   double r_;
   uint32_t padding_;
-  ros::Publisher pub_;
+  ros2::TopicPublisher<LoopSample> pub_;
   EventLog log_;
   uint32_t seq_ = 0;
   double integral_ = 0.0, e_prev_ = 0.0;
@@ -71,15 +76,19 @@ int run() {
   const Transport transport = requireTransport(pnh, "tcp_nodelay");
   const QueueDepths queues = requireQueueDepths(pnh, 10);
   const std::string record_path = pnh.param<std::string>("record_path", "");
-  LoopController controller(gains, reference, padding, nh.advertise<LoopSample>("u", queues.publisher), record_path);
-  ros::Subscriber sub =
-      nh.subscribe("y", queues.subscriber, &LoopController::onSample, &controller, transportHints(transport));
-  WireCounter y_wire(sub.getTopic());
+  ros2::Endpoints endpoints(nh, pnh);
+  LoopController controller(gains, reference, padding, endpoints.publisher<LoopSample>("u", queues.publisher),
+                            record_path);
+  const ros2::TopicSubscriber sub =
+      endpoints.subscriber("y", queues.subscriber, &LoopController::onSample, &controller, transportHints(transport));
+  endpoints.ready();
   ROS_INFO("loop_controller: K=%g Ki=%g Kd=%g r=%g V, y over %s, queues %u (u) / %u (y)", gains.K, gains.Ki,
-           gains.Kd, reference, transportName(transport).c_str(), queues.publisher, queues.subscriber);
+           gains.Kd, reference, endpoints.describe(transportName(transport)).c_str(), queues.publisher,
+           queues.subscriber);
   ros::spin();
-  writeReceiveSummary(receiveSummaryPath(record_path), sub.getTopic(), controller.sampleSeqs(), y_wire.poll(),
-                      queues.subscriber);
+  const WireCounts wire = sub.wireCounts();
+  endpoints.finish();
+  writeReceiveSummary(receiveSummaryPath(record_path), sub.topic(), controller.sampleSeqs(), wire, queues.subscriber);
   return 0;
 }
 

@@ -12,6 +12,10 @@
 //   (tcp | tcp_nodelay | udp, for the u subscription), ~padding_bytes, ~record_path (CSV
 //   event log, empty = none), ~connect_timeout [s], ~warmup [s], ~linger [s],
 //   ~publisher_queue_size (y), ~subscriber_queue_size (u) [messages, default 10].
+// ROS 2: with ~middleware (cyclonedds | fastdds | zenoh) y and u go over that middleware
+//   instead of roscpp, with ~middleware_config, ~domain_id, ~qos_*, ~status_path (see
+//   include/netloop/ros2/endpoint.h); the waiting for the controller then counts matched
+//   middleware endpoints, and ~transport does not apply.
 // At exit it writes what it received and lost of u beside the record (receive_stats.h).
 // Exit status: 0 done, 2 bad parameter, 3 peers never connected.
 #include <netloop/LoopSample.h>
@@ -26,6 +30,7 @@
 #include "netloop/loop_node.h"
 #include "netloop/receive_stats.h"
 #include "netloop/rlc_model.h"
+#include "netloop/ros2/endpoint.h"
 #include "netloop/transport.h"
 
 namespace netloop {
@@ -118,20 +123,21 @@ int run() {
   const std::string record_path = pnh.param<std::string>("record_path", "");
   const QueueDepths queues = requireQueueDepths(pnh, 10);
 
+  ros2::Endpoints endpoints(nh, pnh);
   RlcPlant plant(params, x0[0], x0[1], record_path);
-  ros::Publisher pub_y = nh.advertise<LoopSample>("y", queues.publisher);
-  ros::Subscriber sub_u =
-      nh.subscribe("u", queues.subscriber, &RlcPlant::onActuation, &plant, transportHints(transport));
-  WireCounter u_wire(sub_u.getTopic());
+  const ros2::TopicPublisher<LoopSample> pub_y = endpoints.publisher<LoopSample>("y", queues.publisher);
+  const ros2::TopicSubscriber sub_u =
+      endpoints.subscriber("u", queues.subscriber, &RlcPlant::onActuation, &plant, transportHints(transport));
+  endpoints.ready();
 
   ROS_INFO("rlc_plant: R=%g L=%g C=%g T=%g s, %d samples, u over %s, queues %u (y) / %u (u); waiting for the "
-           "controller", params.R, params.L, params.C, period, samples, transportName(transport).c_str(),
-           queues.publisher, queues.subscriber);
+           "controller", params.R, params.L, params.C, period, samples,
+           endpoints.describe(transportName(transport)).c_str(), queues.publisher, queues.subscriber);
   const ros::WallTime give_up = ros::WallTime::now() + ros::WallDuration(connect_timeout);
-  while (ros::ok() && (pub_y.getNumSubscribers() == 0 || sub_u.getNumPublishers() == 0)) {
+  while (ros::ok() && (pub_y.matched() == 0 || sub_u.matched() == 0)) {
     if (ros::WallTime::now() > give_up) {
       ROS_FATAL("rlc_plant: no controller connected within %.1f s (y subscribers: %u, u publishers: %u)",
-                connect_timeout, pub_y.getNumSubscribers(), sub_u.getNumPublishers());
+                connect_timeout, pub_y.matched(), sub_u.matched());
       return 3;
     }
     serviceUntil(ros::WallTime::now() + ros::WallDuration(0.01));
@@ -147,8 +153,9 @@ int run() {
     plant.recordSent(y);
   }
   serviceUntil(ros::WallTime::now() + ros::WallDuration(linger));
-  const WireCounts wire = u_wire.poll();
-  writeReceiveSummary(receiveSummaryPath(record_path), sub_u.getTopic(), plant.actuationSeqs(), wire,
+  const WireCounts wire = sub_u.wireCounts();
+  endpoints.finish();
+  writeReceiveSummary(receiveSummaryPath(record_path), sub_u.topic(), plant.actuationSeqs(), wire,
                       queues.subscriber);
   ROS_INFO("rlc_plant: done: %d samples sent, %llu actuations applied, %llu stale dropped, %lld u missing "
            "(%lld dropped by the u queue)", samples, static_cast<unsigned long long>(plant.applied()),

@@ -20,6 +20,21 @@
 // ~definition, so no message is lost while subscribers connect (topic_tools/relay advertises
 // only after its first message). Used for publishers that cannot record their sends or
 // cannot speak UDPROS, such as `rosbag play` (rospy).
+//
+// ROS 2: with ~middleware (cyclonedds | fastdds | zenoh; ~middleware_config, ~domain_id,
+// ~qos_*, ~status_path, ~carry_header_seq: include/netloop/ros2/endpoint.h) the topics that
+// cross go over that middleware instead of roscpp. Which ones cross:
+//   ~middleware_in   the input (`flow`, or `flow_in` in relay mode) is taken from the middleware.
+//                    Default: true in rx mode (the sink at the flow's destination); false in
+//                    relay mode, where the input is a local ROS 1 topic (a tap of rosbag play or
+//                    of a live topic). An echoer (relay mode whose input crosses) sets it true.
+//   ~middleware_out  relay mode: the output `flow` is published on the middleware (default true).
+// A middleware input needs the type: ~datatype and ~definition (the full definition, as in
+// relay mode). The ~transport, ~max_datagram of a middleware input do not apply; its
+// subscriber queue (~subscriber_queue_size) is the inbox between the middleware and the
+// callback, whose drops the receive summary counts as subscriber-queue drops. Types that start
+// with a std_msgs/Header get their seq back from frame_id (endpoint.h), so the rows are as over
+// roscpp.
 #include <ros/ros.h>
 #include <topic_tools/shape_shifter.h>
 
@@ -29,6 +44,7 @@
 #include "netloop/event_log.h"
 #include "netloop/loop_node.h"
 #include "netloop/receive_stats.h"
+#include "netloop/ros2/endpoint.h"
 #include "netloop/transport.h"
 
 namespace netloop {
@@ -85,6 +101,7 @@ class Sink {
       : log_(path), kind_(kind), topic_(topic), process_time_(process_time) {}
 
   void republishOn(ros::Publisher pub) { out_ = std::move(pub); }
+  void republishOn(std::shared_ptr<ros2::RawPublisher> pub) { mw_out_ = std::move(pub); }
 
   void onMessage(const topic_tools::ShapeShifter::ConstPtr& msg) {
     if (out_) out_.publish(*msg);
@@ -92,18 +109,38 @@ class Sink {
     std::vector<uint8_t> buf(msg->size());
     ros::serialization::OStream stream(buf.data(), buf.size());
     msg->write(stream);
-    const Stamp s = readStamp(msg->getDataType(), msg->getMessageDefinition(), buf);
+    if (mw_out_) mw_out_->publish(buf.data(), buf.size());
+    record(msg->getDataType(), msg->getMessageDefinition(), buf, now);
+  }
+
+  /// A message from the middleware (ROS 1 serialized bytes of `datatype`).
+  void onBytes(const std::string& datatype, const std::string& definition, const std::vector<uint8_t>& buf) {
+    if (out_) {
+      topic_tools::ShapeShifter shape;
+      shape.morph(out_md5_, datatype, definition, "false");
+      ros::serialization::IStream in(const_cast<uint8_t*>(buf.data()), static_cast<uint32_t>(buf.size()));
+      shape.read(in);
+      out_.publish(shape);
+    }
+    if (mw_out_) mw_out_->publish(buf.data(), buf.size());
+    record(datatype, definition, buf, ros::WallTime::now());
+  }
+  void setOutputMd5(const std::string& md5) { out_md5_ = md5; }
+
+  uint64_t received() const { return received_; }
+
+  void record(const std::string& datatype, const std::string& definition, const std::vector<uint8_t>& buf,
+              const ros::WallTime& now) {
+    const Stamp s = readStamp(datatype, definition, buf);
     log_.write(EventRow{kind_.c_str(), topic_.c_str(), s.seq, 0.0, s.stamp_ns, toNs(now), -1, -1,
                         static_cast<uint32_t>(buf.size())});
     ++received_;
     if (s.stamp_ns >= 0) {  // a type whose seq this sink can read
-      if (!seqs_) seqs_.emplace(msg->getDataType() == "netloop/LoopSample" ? 0 : -1);
+      if (!seqs_) seqs_.emplace(datatype == "netloop/LoopSample" ? 0 : -1);
       seqs_->add(s.seq);
     }
     if (process_time_ > 0) ros::WallDuration(process_time_).sleep();
   }
-
-  uint64_t received() const { return received_; }
   /// The sequence numbers received (counted from the first message when none was readable).
   SeqTracker seqs() const { return seqs_ ? *seqs_ : SeqTracker(-1); }
 
@@ -112,6 +149,8 @@ class Sink {
   std::string kind_, topic_;
   double process_time_;
   ros::Publisher out_;
+  std::shared_ptr<ros2::RawPublisher> mw_out_;
+  std::string out_md5_;
   uint64_t received_ = 0;
   std::optional<SeqTracker> seqs_;
 };
@@ -126,27 +165,61 @@ int run() {
   const QueueDepths queues = requireQueueDepths(pnh, 100);
   const double process_time = requireNumber(pnh, "process_time", 0.0, Bound::NonNegative);
   const std::string record_path = pnh.param<std::string>("record_path", "");
+  ros2::Endpoints endpoints(nh, pnh);
+  const bool relay = pnh.param("republish", false);
+  bool mw_in = false, mw_out = false;
+  if (endpoints.native()) {
+    XmlRpc::XmlRpcValue raw;
+    for (const char* name : {"middleware_in", "middleware_out"})
+      if (pnh.getParam(name, raw) && raw.getType() != XmlRpc::XmlRpcValue::TypeBoolean)
+        exitWithConfigError("parameter " + pnh.resolveName(name) + " must be true or false");
+    mw_in = pnh.param("middleware_in", !relay);
+    mw_out = relay && pnh.param("middleware_out", true);
+  }
+  const std::string datatype = pnh.param<std::string>("datatype", "");
+  const std::string definition = pnh.param<std::string>("definition", "");
   Sink sink(record_path, kind, topic, process_time);
   std::string input = topic;
   topic_tools::ShapeShifter shape;
-  if (pnh.param("republish", false)) {
-    const std::string datatype = pnh.param<std::string>("datatype", "");
+  if (relay) {
     const std::string md5 = pnh.param<std::string>("md5sum", "");
     if (datatype.empty() || md5.empty())
       exitWithConfigError("relay mode (~republish) needs ~datatype and ~md5sum (and ~definition)");
-    shape.morph(md5, datatype, pnh.param<std::string>("definition", ""), "false");
-    sink.republishOn(shape.advertise(nh, topic, queues.publisher));
+    if (mw_out) {
+      if (definition.empty()) exitWithConfigError("relay mode over a middleware needs ~definition");
+      sink.republishOn(endpoints.rawPublisher(topic, datatype, definition));
+    } else {
+      shape.morph(md5, datatype, definition, "false");
+      sink.republishOn(shape.advertise(nh, topic, queues.publisher));
+      sink.setOutputMd5(md5);
+    }
     input = nh.resolveName("flow_in");
   }
-  ros::Subscriber sub = nh.subscribe<topic_tools::ShapeShifter>(
-      input, queues.subscriber, &Sink::onMessage, &sink, transportHints(transport, max_datagram));
-  WireCounter wire(sub.getTopic());
+  ros::Subscriber sub;
+  std::unique_ptr<WireCounter> wire;
+  std::shared_ptr<ros2::RawSubscription> mw_sub;
+  if (mw_in) {
+    if (datatype.empty() || definition.empty())
+      exitWithConfigError("a middleware input (~middleware " + endpoints.params().middleware +
+                          ", ~middleware_in) needs ~datatype and ~definition");
+    mw_sub = endpoints.rawSubscription(input, datatype, definition, queues.subscriber,
+                                       [&sink, datatype, definition](std::vector<uint8_t>& ros1, int64_t) {
+                                         sink.onBytes(datatype, definition, ros1);
+                                       });
+  } else {
+    sub = nh.subscribe<topic_tools::ShapeShifter>(input, queues.subscriber, &Sink::onMessage, &sink,
+                                                  transportHints(transport, max_datagram));
+    wire = std::make_unique<WireCounter>(sub.getTopic());
+  }
+  endpoints.ready();
   ROS_INFO("flow_sink %s (%s) over %s, subscriber queue %u", topic.c_str(), kind.c_str(),
-           transportName(transport).c_str(), queues.subscriber);
+           mw_in ? endpoints.describe("").c_str() : transportName(transport).c_str(), queues.subscriber);
   ros::spin();
-  const WireCounts counts = wire.poll();
+  const WireCounts counts = mw_sub ? mw_sub->counts() : wire->poll();
+  endpoints.finish();
   const SeqTracker seqs = sink.seqs();
-  writeReceiveSummary(receiveSummaryPath(record_path), sub.getTopic(), seqs, counts, queues.subscriber);
+  writeReceiveSummary(receiveSummaryPath(record_path), mw_sub ? mw_sub->topic() : sub.getTopic(), seqs, counts,
+                      queues.subscriber);
   ROS_INFO("flow_sink %s: %llu messages, %lld missing, %lld dropped by the subscriber queue", topic.c_str(),
            static_cast<unsigned long long>(sink.received()), static_cast<long long>(seqs.missing()),
            static_cast<long long>(counts.drops));

@@ -12,6 +12,12 @@
 // the oldest message beyond it (what it discards shows as missing seqs at the sink; see
 // include/netloop/receive_stats.h for why the publisher itself cannot count them).
 // Publishes on `flow` (remap it). Messages with a header carry seq and stamp there.
+// ROS 2: with ~middleware (cyclonedds | fastdds | zenoh) `flow` goes over that middleware
+// instead of roscpp (~middleware_config, ~domain_id, ~qos_*, ~status_path: see
+// include/netloop/ros2/endpoint.h); waiting for subscribers then counts matched
+// subscriptions. ROS 2's Header has no seq: images cross with it appended to frame_id
+// ("camera_optical_frame#17"), which the receiving end takes back out (~carry_header_seq),
+// so the sink records the same seq as over roscpp; the tx rows' bytes stay ROS 1 sizes.
 // SIGINT/SIGTERM stop the sending; the node then waits ~drain [s] (default 1) with its
 // connections open, so messages already published still arrive.
 // Exit status: 0 done, 2 bad parameter, 3 no subscriber connected in time.
@@ -31,6 +37,7 @@
 
 #include "netloop/event_log.h"
 #include "netloop/loop_node.h"
+#include "netloop/ros2/endpoint.h"
 
 namespace netloop {
 namespace {
@@ -76,16 +83,18 @@ int run() {
   EventLog log(pnh.param<std::string>("record_path", ""));
   const std::string topic = nh.resolveName("flow");
   const uint32_t queue = requireQueueDepths(pnh, 10).publisher;
+  ros2::Endpoints endpoints(nh, pnh);
 
-  ros::Publisher pub;
+  std::function<uint32_t()> subscribers;  // connected (roscpp) or matched (middleware)
   std::function<void(uint32_t, const ros::WallTime&)> publish;
   if (kind == "loop_sample") {
     const double size = requireNumber(pnh, "size_bytes", 1024, Bound::Positive);
-    pub = nh.advertise<LoopSample>("flow", queue);
+    const auto pub = endpoints.publisher<LoopSample>("flow", queue);
+    subscribers = [pub] { return pub.matched(); };
     LoopSample probe = makeSample(0, 0.0, ros::WallTime::now(), nullptr, 0);
     const uint32_t overhead = sizeOf(probe);
     const uint32_t padding = size > overhead ? static_cast<uint32_t>(size) - overhead : 0;
-    publish = [&, padding](uint32_t seq, const ros::WallTime& now) {
+    publish = [&, pub, padding](uint32_t seq, const ros::WallTime& now) {
       const LoopSample m = makeSample(seq, 0.0, now, nullptr, padding);
       pub.publish(m);
       log.write(EventRow{"tx", topic.c_str(), seq, 0.0, toNs(now), -1, -1, -1, sizeOf(m)});
@@ -93,7 +102,8 @@ int run() {
   } else if (kind == "image") {
     const int w = static_cast<int>(requireNumber(pnh, "width", 320, Bound::Positive));
     const int h = static_cast<int>(requireNumber(pnh, "height", 240, Bound::Positive));
-    pub = nh.advertise<sensor_msgs::Image>("flow", queue);
+    const auto pub = endpoints.publisher<sensor_msgs::Image>("flow", queue);
+    subscribers = [pub] { return pub.matched(); };
     auto img = boost::make_shared<sensor_msgs::Image>();
     img->width = w;
     img->height = h;
@@ -101,7 +111,7 @@ int run() {
     img->step = 3 * w;
     img->data.resize(static_cast<size_t>(3) * w * h);
     img->header.frame_id = "camera_optical_frame";
-    publish = [&, img, w, h](uint32_t seq, const ros::WallTime& now) {
+    publish = [&, pub, img, w, h](uint32_t seq, const ros::WallTime& now) {
       for (int y = 0; y < h; ++y)  // a gradient that moves one pixel per frame
         for (int x = 0; x < w; ++x) {
           uint8_t* px = &img->data[3 * (static_cast<size_t>(y) * w + x)];
@@ -116,8 +126,9 @@ int run() {
     };
   } else if (kind == "compressed_image") {
     const auto frames = loadFrames(pnh.param<std::string>("frames_dir", ""));
-    pub = nh.advertise<sensor_msgs::CompressedImage>("flow", queue);
-    publish = [&, frames](uint32_t seq, const ros::WallTime& now) {
+    const auto pub = endpoints.publisher<sensor_msgs::CompressedImage>("flow", queue);
+    subscribers = [pub] { return pub.matched(); };
+    publish = [&, pub, frames](uint32_t seq, const ros::WallTime& now) {
       sensor_msgs::CompressedImage m;
       m.header.seq = seq;
       m.header.stamp = asTime(now);
@@ -131,10 +142,11 @@ int run() {
     exitWithConfigError("parameter " + pnh.resolveName("message") + ": unknown message kind '" + kind +
                         "'; allowed: loop_sample, image, compressed_image");
   }
+  endpoints.ready();
 
   if (wait_subs) {
     const ros::WallTime give_up = ros::WallTime::now() + ros::WallDuration(connect_timeout);
-    while (sending() && pub.getNumSubscribers() == 0) {
+    while (sending() && subscribers() == 0) {
       if (ros::WallTime::now() > give_up) {
         ROS_FATAL("flow_source %s: no subscriber within %.1f s", topic.c_str(), connect_timeout);
         return 3;
@@ -145,8 +157,8 @@ int run() {
   for (const ros::WallTime until = ros::WallTime::now() + ros::WallDuration(start_delay);
        sending() && ros::WallTime::now() < until;)
     ros::WallDuration(0.01).sleep();
-  ROS_INFO("flow_source %s: %s every %.3f s, %d messages, publisher queue %u", topic.c_str(), kind.c_str(), period,
-           count, queue);
+  ROS_INFO("flow_source %s: %s every %.3f s, %d messages, publisher queue %u%s", topic.c_str(), kind.c_str(), period,
+           count, queue, endpoints.native() ? (", over " + endpoints.describe("")).c_str() : "");
   const double send_jitter = requireNumber(pnh, "send_jitter", 0.0, Bound::NonNegative);
   std::mt19937_64 rng(static_cast<uint64_t>(requireNumber(pnh, "seed", 1, Bound::NonNegative)));
   std::normal_distribution<double> offset(0.0, send_jitter > 0 ? send_jitter : 1.0);  // std must be > 0
@@ -163,6 +175,7 @@ int run() {
   // on a 6 Mbit/s link), so the end of a run is not counted as loss.
   const double drain = requireNumber(pnh, "drain", 1.0, Bound::NonNegative);
   ros::WallDuration(drain).sleep();
+  endpoints.finish();
   ros::shutdown();
   return 0;
 }
