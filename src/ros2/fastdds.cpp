@@ -8,6 +8,12 @@
 // profile's (synchronous unless it says otherwise, as rmw_fastrtps_cpp), which fragments large
 // samples in Fast DDS 2.x. History memory is PREALLOCATED_WITH_REALLOC, as rmw_fastrtps_cpp uses
 // for unbounded types, so samples of any size fit.
+//
+// Wire statistics: samples lost / rejected from the readers' statuses. Fast DDS's statistics
+// module (built in Debian's 2.9) can also count retransmitted DATA, HEARTBEATs and ACKNACKs, but
+// only through statistics DataWriters that are announced in discovery and that every other
+// participant's statistics readers would receive over the network, which a ROS 2 node does not
+// do: so they are read only when NETLOOP_FASTDDS_STATISTICS=1 (else -1 as "not exposed").
 #include <fastdds/dds/core/status/SampleRejectedStatus.hpp>
 #include <fastdds/dds/domain/DomainParticipant.hpp>
 #include <fastdds/dds/domain/DomainParticipantFactory.hpp>
@@ -23,6 +29,14 @@
 #include <fastdds/dds/topic/TopicDataType.hpp>
 #include <fastdds/dds/topic/TypeSupport.hpp>
 #include <fastdds/rtps/common/SerializedPayload.h>
+#ifdef FASTDDS_STATISTICS
+#include <fastdds/statistics/dds/domain/DomainParticipant.hpp>
+#include <fastdds/statistics/dds/publisher/qos/DataWriterQos.hpp>
+#include <fastdds/statistics/topic_names.hpp>
+#endif
+
+#include <array>
+#include <cstdlib>
 
 #include <atomic>
 #include <chrono>
@@ -84,6 +98,52 @@ class OpaqueType : public fdds::TopicDataType {
   void* createData() override { return new OpaqueSample(); }
   void deleteData(void* data) override { delete static_cast<OpaqueSample*>(data); }
   bool getKey(void*, eprosima::fastrtps::rtps::InstanceHandle_t*, bool) override { return false; }
+};
+
+using Guid = std::array<uint8_t, 16>;
+
+Guid guidOf(const eprosima::fastrtps::rtps::GUID_t& g) {
+  Guid out;
+  memcpy(out.data(), g.guidPrefix.value, 12);
+  memcpy(out.data() + 12, g.entityId.value, 4);
+  return out;
+}
+
+/// Reads one statistics topic of EntityCount samples ({GUID_s guid; uint64 count}, count
+/// cumulative per entity) and keeps the latest count per entity.
+class EntityCountListener : public fdds::DataReaderListener {
+ public:
+  explicit EntityCountListener(fdds::TypeSupport type) : type_(std::move(type)) {}
+  void on_data_available(fdds::DataReader* reader) override {
+    void* data = type_->createData();
+    fdds::SampleInfo info;
+    while (reader->take_next_sample(data, &info) == ReturnCode_t::RETCODE_OK) {
+      if (!info.valid_data) continue;
+      SerializedPayload_t payload(type_->getSerializedSizeProvider(data)());
+      if (!type_->serialize(data, &payload) || payload.length < 4 + 16 + 8) continue;
+      Guid g;
+      memcpy(g.data(), payload.data + 4, 16);
+      uint64_t count;
+      memcpy(&count, payload.data + 4 + 16, 8);
+      if (payload.data[1] == 0x00) count = __builtin_bswap64(count);
+      std::lock_guard<std::mutex> lock(mutex_);
+      uint64_t& c = counts_[g];
+      c = std::max(c, count);
+    }
+    type_->deleteData(data);
+  }
+  int64_t sum(const std::set<Guid>& entities) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t total = 0;
+    for (const auto& kv : counts_)
+      if (entities.count(kv.first)) total += static_cast<int64_t>(kv.second);
+    return total;
+  }
+
+ private:
+  fdds::TypeSupport type_;
+  mutable std::mutex mutex_;
+  std::map<Guid, uint64_t> counts_;
 };
 
 struct Counters {
@@ -235,6 +295,8 @@ class FastParticipant : public Participant {
       factory->delete_participant(participant_);
       throw std::runtime_error("fastdds: cannot create a publisher/subscriber");
     }
+    const char* want = getenv("NETLOOP_FASTDDS_STATISTICS");
+    if (want && std::string(want) == "1") enableStatistics();
   }
 
   ~FastParticipant() override {
@@ -252,6 +314,10 @@ class FastParticipant : public Participant {
     wqos.data_sharing().off();
     fdds::DataWriter* writer = publisher_->create_datawriter(topic, wqos);
     if (!writer) throw std::runtime_error("fastdds: cannot create a writer on " + topic_name);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      writer_guids_.insert(guidOf(writer->guid()));
+    }
     return std::make_unique<FastPublisher>(publisher_, writer, counters_, topic_name);
   }
 
@@ -269,6 +335,10 @@ class FastParticipant : public Participant {
     {
       std::lock_guard<std::mutex> lock(counters_->mutex);
       counters_->any_reader = true;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      reader_guids_.insert(guidOf(reader->guid()));
     }
     auto sub = std::make_unique<FastSubscription>(subscriber_, reader, std::move(listener), counters_);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -296,6 +366,10 @@ class FastParticipant : public Participant {
       w.samples_lost = lost;
       w.samples_rejected = rejected;
     }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (resent_) w.retransmits = resent_->sum(writer_guids_);
+    if (heartbeats_) w.heartbeats = heartbeats_->sum(writer_guids_);
+    if (acknacks_) w.acknacks = acknacks_->sum(reader_guids_);
     return w;
   }
 
@@ -315,6 +389,33 @@ class FastParticipant : public Participant {
     std::unique_ptr<FastSubscription> s_;
     FastParticipant* owner_;
   };
+
+  void enableStatistics() {
+#ifdef FASTDDS_STATISTICS
+    namespace st = eprosima::fastdds::statistics;
+    auto* sp = st::dds::DomainParticipant::narrow(participant_);
+    if (!sp) return;
+    auto enable = [&](const char* topic_name) -> std::unique_ptr<EntityCountListener> {
+      if (sp->enable_statistics_datawriter(topic_name, st::dds::STATISTICS_DATAWRITER_QOS) != ReturnCode_t::RETCODE_OK)
+        return nullptr;
+      auto* td = participant_->lookup_topicdescription(topic_name);
+      if (!td) return nullptr;
+      fdds::TypeSupport type = participant_->find_type(td->get_type_name());
+      if (type.empty()) return nullptr;
+      auto listener = std::make_unique<EntityCountListener>(type);
+      fdds::DataReaderQos q = subscriber_->get_default_datareader_qos();
+      q.reliability().kind = fdds::RELIABLE_RELIABILITY_QOS;
+      q.durability().kind = fdds::VOLATILE_DURABILITY_QOS;
+      q.history().kind = fdds::KEEP_LAST_HISTORY_QOS;
+      q.history().depth = 100;
+      if (!subscriber_->create_datareader(td, q, listener.get())) return nullptr;
+      return listener;
+    };
+    resent_ = enable(st::RESENT_DATAS_TOPIC);
+    heartbeats_ = enable(st::HEARTBEAT_COUNT_TOPIC);
+    acknacks_ = enable(st::ACKNACK_COUNT_TOPIC);
+#endif
+  }
 
   fdds::Topic* topic_for(const std::string& topic_name, const std::string& ros_type) {
     const std::string type_name = ddsTypeName(ros_type);
@@ -346,6 +447,9 @@ class FastParticipant : public Participant {
   std::map<std::string, fdds::Topic*> topics_;
   std::set<std::string> types_;
   std::set<FastSubscription*> subscriptions_;
+  std::set<Guid> writer_guids_, reader_guids_;
+  // Declared last: destroyed after the destructor has deleted the readers they listen to.
+  std::unique_ptr<EntityCountListener> resent_, heartbeats_, acknacks_;
 };
 
 [[maybe_unused]] const bool kRegistered =

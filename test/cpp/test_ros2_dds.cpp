@@ -260,7 +260,9 @@ TEST_P(Ros2Dds, BadQosAndConfigAreRefused) {
 // The same across two processes: real UDP on loopback (no in-process shortcut), with a 4 MB
 // reliable sample fragmented on the way. The child is this binary running Ros2DdsChild.Publish.
 TEST_P(Ros2Dds, CrossesBetweenProcesses) {
+  setenv("NETLOOP_FASTDDS_STATISTICS", "1", 1);  // Fast DDS's statistics module, here and in the child
   auto b = participant("parent");
+  unsetenv("NETLOOP_FASTDDS_STATISTICS");
   Inbox inbox;
   auto sub = b->createSubscription("/xp", "netloop/LoopSample", qosProfile("default"), inbox.callback());
   auto ack = b->createPublisher("/xp_ack", "netloop/LoopSample", qosProfile("transient_local"));
@@ -272,6 +274,8 @@ TEST_P(Ros2Dds, CrossesBetweenProcesses) {
   std::vector<char*> envp;
   for (char** e = environ; *e; ++e) envp.push_back(*e);
   envp.push_back(&env[0]);
+  std::string stats = "NETLOOP_FASTDDS_STATISTICS=1";
+  envp.push_back(&stats[0]);
   envp.push_back(nullptr);
   pid_t child = fork();  // then only async-signal-safe calls: the middleware's sockets must not leak into the child
   ASSERT_GE(child, 0);
@@ -289,6 +293,15 @@ TEST_P(Ros2Dds, CrossesBetweenProcesses) {
   std::lock_guard<std::mutex> lock(inbox.m);
   for (uint32_t i = 0; i < 10; ++i) EXPECT_EQ(inbox.samples[i], loopSample(i, 64));
   EXPECT_TRUE(inbox.samples[10] == loopSample(10, 4 << 20));
+  WireStats w = b->stats();
+  std::printf("%s subscriber: received %lld lost %lld rejected %lld acknacks %lld\n", GetParam().c_str(),
+              (long long)w.samples_received, (long long)w.samples_lost, (long long)w.samples_rejected,
+              (long long)w.acknacks);
+  EXPECT_EQ(w.samples_received, 11);
+  EXPECT_EQ(w.samples_lost, 0);
+  if (GetParam() == "fastdds") {
+    EXPECT_GE(w.acknacks, 1);
+  }
 }
 
 TEST(Ros2DdsChild, Publish) {
@@ -309,6 +322,17 @@ TEST(Ros2DdsChild, Publish) {
   for (uint32_t i = 0; i < 10; ++i) pub->publish(loopSample(i, 64));
   pub->publish(loopSample(10, 4 << 20));
   EXPECT_TRUE(acks.waitFor(1, std::chrono::milliseconds(8000)));
+  WireStats w = p->stats();
+  std::printf("%s publisher: sent %lld retransmits %lld retransmit_bytes %lld heartbeats %lld throttles %lld\n",
+              c.middleware.c_str(), (long long)w.samples_sent, (long long)w.retransmits,
+              (long long)w.retransmit_bytes, (long long)w.heartbeats, (long long)w.throttles);
+  EXPECT_EQ(w.samples_sent, 11);
+  if (c.middleware == "fastdds") {
+    EXPECT_GE(w.heartbeats, 1);
+    EXPECT_GE(w.retransmits, 0);
+  } else {
+    EXPECT_GE(w.retransmit_bytes, 0);
+  }
 }
 
 // Fast DDS and Cyclone DDS on one domain: ROS 2 nodes on different rmw implementations talk to
