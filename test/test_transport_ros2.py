@@ -153,3 +153,28 @@ def test_late_joiner_gets_the_last_samples_only_with_transient_local(tmp_path, m
             assert len(burst) >= 10 and len(history) >= 9 and seqs[0] >= 5, late
         else:                              # volatile: only what was published after it joined
             assert not history and seqs[0] >= 15, late
+
+
+@pytest.mark.root
+@needs_root
+@pytest.mark.parametrize("mw", ALL)
+def test_every_flow_kind_natively_beside_the_loop(tmp_path, mw):
+    """echo (the echoer takes and gives on the middleware), camera with two subscribers,
+    lidar_bag (rosbag play -> the tap over ROS 1 on its host -> the middleware), replicas."""
+    flows = [{"name": "echo", "kind": "echo", "size_bytes": 1024, "period": 0.05, "count": 40},
+             {"name": "cam", "kind": "camera", "period": 0.1, "count": 20, "subscribers": 2},
+             {"name": "scan", "kind": "lidar_bag", "period": 0.05, "count": 40},
+             {"name": "rep", "size_bytes": 2000, "period": 0.05, "count": 30, "replicas": 2}]
+    run_dir, meta = only_run(tmp_path, {"link": "ethernet", "transport": mw, "loop": {"samples": 100, "warmup": 0.3},
+                                        "flows": flows}, f"kinds_{mw}")
+    native = f"{mw} native reliable/volatile/10"
+    assert set(meta["negotiated_transport"].values()) == {native}
+    assert len(meta["negotiated_transport"]) == 9
+    for record, n in (("flow_echo_rx", 40), ("flow_cam_rx1", 20), ("flow_cam_rx2", 20), ("flow_rep_1_rx", 30),
+                      ("flow_rep_2_rx", 30)):
+        assert [r[0] for r in received(run_dir / "records" / f"{record}.csv")] == list(range(n)), record
+    # the bag's scans: every one the tap put on the middleware arrived (rosbag play's own timing
+    # decides how many of the 40 it plays before its --duration)
+    tapped = read_events(run_dir / "records" / "flow_scan_tx.csv")
+    sent = tapped.seq[tapped.kind != "rx"].tolist()
+    assert len(sent) >= 20 and [r[0] for r in received(run_dir / "records" / "flow_scan_rx.csv")] == sent

@@ -52,6 +52,7 @@ LIBRARY_OF = {"cyclonedds": "Cyclone DDS (Debian: cyclonedds-dev)",
 STATUS_SUFFIX = ".ros2.json"
 
 
+@functools.lru_cache(maxsize=None)
 def options_schema(middleware: str) -> Map:
     fields: dict[str, Any] = {
         "deployment": Enum(["native", "bridge"], "native", "native: the nodes speak the middleware (a ROS 2 node); "
