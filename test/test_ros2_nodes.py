@@ -285,3 +285,13 @@ def test_bridge_needs_a_middleware_and_topics(roscore, tmp_path):
     bridge = start(roscore, tmp_path, "bridge2", "ros2_bridge")
     assert bridge.popen.wait(timeout=20) == 2
     assert "/bridge2/in_topics[0].md5sum is required" in bridge.log_path.read_text()
+
+
+@needs_middleware
+@pytest.mark.parametrize("middleware", MIDDLEWARES)
+def test_sink_without_the_type_is_refused_with_its_participant_up(roscore, tmp_path, middleware):
+    """A configuration error found after the participant exists still ends the node with 2."""
+    roscore.set_params(Loopback(middleware, tmp_path).params("sink", tmp_path / "sink.ros2.json"), "/sink")
+    sink = start(roscore, tmp_path, "sink", "flow_sink", "flow:=/flows/x")
+    assert sink.popen.wait(timeout=20) == 2
+    assert "needs ~datatype and ~definition" in sink.log_path.read_text()
