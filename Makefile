@@ -1,14 +1,14 @@
 # netloop: two commands for a newcomer.
 #   make run    installs what is missing, builds, runs the default experiment, prints the report path
 #   make test   installs what is missing, builds, runs every test (C++ and Python)
-# Others: make setup | build | bench | docs | results | clean
+# Others: make setup | build | bench | docs | results | example-report | clean
 SHELL := /bin/bash
 EXPERIMENT ?= experiments/pound_rlc.yaml
 PYTEST_ARGS ?=
 ENV := source scripts/env.sh &&
 PY := .venv/bin/python
 
-.PHONY: setup build run test test-cpp test-py bench docs results clean
+.PHONY: setup build run test test-cpp test-py bench docs results example-report clean
 
 setup:
 	@scripts/setup.sh
@@ -51,6 +51,11 @@ results: build
 	done; \
 	$(DOCGEN); \
 	if [ -n "$$failed" ]; then echo "make results: failed:$$failed"; exit 1; fi
+
+# The default experiment measured again and made docs/example_report (and the README's headline).
+example-report: build
+	@$(ENV) bin/netloop run $(EXPERIMENT) && \
+	  $(DOCGEN) --example "$$(ls -d results/$$(basename $(EXPERIMENT) .yaml)-2*[0-9] | tail -1)"
 
 clean:
 	rm -rf .build

@@ -46,6 +46,7 @@ PAGES = {
     "link-profiles": "docs/links.md",
     "transports": "docs/transports.md",
     "results": "docs/results.md",
+    "headline": "README.md",
 }
 
 _BLOCK = re.compile(r"^(?P<start><!--\s*generated:\s*(?P<name>[\w-]+)(?:\s+\(by `make docs`\))?\s*-->)"
@@ -436,8 +437,29 @@ def _minutes(m: float) -> str:
     return f"about {m:.0f} min" if m < 90 else f"about {m / 60:.1f} h"
 
 
+def _measured_sections(page: Path) -> dict[str, str]:
+    """Per experiment, the measured section the results block of ``page`` holds now (a section
+    that says "not measured yet" is not kept): a clone without results/ keeps the numbers."""
+    if not page.is_file():
+        return {}
+    m = _BLOCK.search(page.read_text(encoding="utf-8"))
+    if not m:
+        return {}
+    parts = re.split(r"^### (\S+)[ \t]*\n", m.group(0), flags=re.M)
+    kept = {}
+    for name, body in zip(parts[1::2], parts[2::2]):
+        body = body.split("<!-- end generated:")[0].strip()
+        if body and not body.startswith("not measured yet"):
+            kept[name] = body
+    return kept
+
+
 def results(ctx: Context) -> str:
+    """Per shipped experiment, its newest campaign's date, machine, summary and decision table;
+    an experiment without a campaign under ``ctx.results`` keeps the section the page already
+    has (so a clone without results/ loses nothing), else gets the command that measures it."""
     out = []
+    kept = _measured_sections(ctx.root / PAGES["results"])
     local_total = 0.0
     files = shipped_experiments(paths.REPO)
     for path in files:
@@ -450,6 +472,9 @@ def results(ctx: Context) -> str:
             local_total += minutes
         out += [f"### {name}", ""]
         if campaign is None:
+            if name in kept:   # measured before, but not here: keep what the page says
+                out += [kept[name], ""]
+                continue
             when = f"{_minutes(minutes)}, from --dry-run's estimate" if minutes is not None else "no estimate"
             out += [f"not measured yet: `bin/netloop run {rel}` ({when})", ""]
             continue
@@ -473,6 +498,26 @@ def results(ctx: Context) -> str:
     return "\n".join([head, ""] + out).strip()
 
 
+def headline(ctx: Context) -> str:
+    """The README's headline: the example report's first summary paragraph and decision table,
+    with when and where it was measured."""
+    report = ctx.root / "docs" / "example_report" / "report.md"
+    if not report.is_file():
+        raise Unavailable("docs/example_report/report.md does not exist")
+    md = report.read_text(encoding="utf-8")
+    summary, table = report_extract(md)
+    host = re.search(r"^- git \S+(?: \(dirty\))?; host (.+?)(?:; run on (\S+))?$", md, re.M)
+    when = f" on {host.group(2)}" if host and host.group(2) else ""
+    where = f" ({host.group(1)})" if host else ""
+    first = summary.split("\n\n")[0].strip()
+    return "\n".join([
+        f"The default experiment (`make run`: the RLC loop over emulated 802.11a at 6 Mbit/s beside a 64 KB "
+        f"image every 200 ms, every transport, 3 repetitions), as measured{when}{where}; the whole report is "
+        f"[docs/example_report](docs/example_report/report.md) (`make example-report` measures it again).", "",
+        "![step responses over wifi6](docs/example_report/figures/step_response.png)", "",
+        first, "", table])
+
+
 # ---------------------------------------------------------------- the pages
 
 GENERATORS: dict[str, Callable[[Context], str]] = {
@@ -482,6 +527,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "link-profiles": link_profiles,
     "transports": transports,
     "results": results,
+    "headline": headline,
 }
 
 
@@ -568,6 +614,28 @@ def run(root: Path, results_dir: Path, check: bool = False, only: list[str] | No
     return 0
 
 
+EXAMPLE = "docs/example_report"
+
+
+def set_example(root: Path, campaign: Path) -> Path:
+    """Make ``campaign``'s report the example of ``root``/docs/example_report: its report.md,
+    report.html, CSV tables, campaign.json, experiment.yaml and figures (not the runs' records,
+    which stay in results/). What the example held before is replaced."""
+    import shutil  # noqa: PLC0415
+    if not (campaign / "report.md").is_file():
+        raise SystemExit(f"docgen: {campaign} holds no report.md (run 'bin/netloop report {campaign}' first)")
+    dest = root / EXAMPLE
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "figures").mkdir(parents=True)
+    for f in sorted(campaign.iterdir()):
+        if f.is_file() and (f.suffix in (".md", ".html", ".csv") or f.name in ("campaign.json", "experiment.yaml")):
+            shutil.copy2(f, dest / f.name)
+    for f in sorted((campaign / "figures").glob("*.png")):
+        shutil.copy2(f, dest / "figures" / f.name)
+    return dest
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m netloop.docgen",
                                  description="rewrite the generated blocks of README.md and docs/*.md")
@@ -578,7 +646,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="where the pages are (README.md, docs/); default the repository (a copy, for tests)")
     ap.add_argument("--only", action="append", metavar="NAME", help="only this block (repeatable)")
     ap.add_argument("--skip", action="append", metavar="NAME", help="leave this block alone (repeatable)")
+    ap.add_argument("--example", type=Path, metavar="CAMPAIGN",
+                    help=f"first make this campaign's report the example ({EXAMPLE}), then rewrite the blocks")
     args = ap.parse_args(argv)
+    if args.example:
+        print(f"docgen: {set_example(args.root, args.example)} now holds the report of {args.example}")
     results_dir = args.results or (paths.RESULTS if args.root == paths.REPO else args.root / "results")
     return run(args.root, results_dir, args.check, args.only, args.skip)
 
