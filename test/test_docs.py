@@ -155,6 +155,43 @@ def test_results_block_copies_the_newest_campaign(tmp_path):
     assert "experiments/real/rlc_wifi.yaml" in block
 
 
+def test_results_block_keeps_what_it_cannot_measure_again(tmp_path):
+    """A clone without results/ keeps the page's measured sections (make docs loses nothing) and
+    still names the command for what was never measured."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "results.md").write_text(
+        "# Results\n\n<!-- generated: results (by `make docs`) -->\n\nhead\n\n### rlc_loopback\n\n"
+        "`experiments/rlc_loopback.yaml`, measured 2026-11-25 on X.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        "### pound_rlc\n\nnot measured yet: `bin/netloop run experiments/pound_rlc.yaml` (about 5 min)\n\n"
+        "<!-- end generated: results -->\n", encoding="utf-8")
+    block = docgen.results(docgen.Context(tmp_path, tmp_path / "no-results"))
+    part = block.split("### rlc_loopback", 1)[1].split("\n### ", 1)[0]
+    assert "measured 2026-11-25 on X." in part and "| 1 | 2 |" in part
+    assert re.search(r"### pound_rlc\n\nnot measured yet: `bin/netloop run experiments/pound_rlc.yaml` \(about", block)
+
+
+def test_a_campaign_made_the_example_gives_the_readme_its_headline(tmp_path):
+    """--example copies a campaign's report (not its runs) into docs/example_report, and the
+    README's headline block is its first summary paragraph and decision table, dated."""
+    from netloop.analysis import synthetic
+    from netloop.analysis.report import write_report
+
+    camp = synthetic.write_campaign(tmp_path / "results" / "pound_rlc-20261125-120000", {
+        "name": "pound_rlc", "link": "loopback", "transport": ["tcp", "udp"], "repetitions": 2,
+        "loop": {"samples": 80}}, _loop_delays)
+    write_report(camp)
+    example = docgen.set_example(tmp_path, camp)
+    assert (example / "report.md").read_text() == (camp / "report.md").read_text()
+    assert (example / "report.html").is_file() and (example / "figures" / "step_response.png").is_file()
+    assert not (example / "runs").exists()
+    summary, table = docgen.report_extract((camp / "report.md").read_text(encoding="utf-8"))
+    headline = docgen.headline(docgen.Context(tmp_path, tmp_path / "results"))
+    assert summary.split("\n\n")[0] in headline and table.splitlines()[2] in headline
+    meta = json.loads(next((camp / "runs").glob("*/metadata.json")).read_text())
+    assert f"on {meta['start_time'][:10]}" in headline
+    assert "(docs/example_report/figures/step_response.png)" in headline
+
+
 def test_report_extract_finds_the_first_table_after_the_summary():
     report = ("# r\n\n- git abc; host X ×2\n\n| not | this |\n|---|---|\n| 1 | 2 |\n\n## Summary\n\n"
               "**a** is best, see [the figure](figures/x.png).\n\n![f](figures/f.png)\n\n"
