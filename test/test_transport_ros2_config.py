@@ -275,3 +275,35 @@ def test_multicast_discovery_refused_on_a_two_hop_chain():
     validate_experiment({"transport": "zenoh", "link": "wifi6_2hop",
                          "transport_options": {"zenoh": {"discovery": "peers"}}}, name="x")
     validate_experiment({"transport": "cyclonedds", "link": "wifi6"}, name="x")      # ns-3 Wi-Fi carries multicast
+
+
+def test_a_machine_whose_build_lacks_the_middleware_is_refused(tmp_path, monkeypatch):
+    """machines.py's check asks each machine's build (netloop_ros2_info there) and names the
+    machine and what it lacks."""
+    import subprocess
+
+    import yaml
+
+    from netloop import machines
+    from netloop.runner import _middlewares
+    root = tmp_path / "robot_checkout"
+    info = root / ".build/ws/devel/lib/netloop/netloop_ros2_info"
+    info.parent.mkdir(parents=True)
+    info.write_text("#!/bin/sh\necho cyclonedds\necho fastdds\n")
+    info.chmod(0o755)
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text(yaml.safe_dump({"hosts": {"operator": {"address": "127.0.0.1", "local": True},
+                                               "robot": {"address": "192.0.2.7", "root": str(root)}}}))
+    cfg = validate_experiment({"transport": ["cyclonedds", "zenoh"], "machines": str(hosts)}, name="x")
+    assert _middlewares(cfg) == ["cyclonedds", "zenoh"]
+
+    def run_here(self, host, command, timeout=60):   # the robot's check script, run here
+        return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=timeout)
+    monkeypatch.setattr(machines.RealHosts, "_ssh_run", run_here)
+    real = machines.RealHosts(machines.load_machines(str(hosts)), tmp_path / "run", lambda _: None,
+                              _middlewares(cfg))
+    with pytest.raises(machines.RealHostsError) as err:
+        real.check()
+    assert real.checks["robot"]["ros2"].split() == ["cyclonedds", "fastdds"]
+    assert "robot (192.0.2.7): its build of netloop has no zenoh (libnetloop_ros2 there has: cyclonedds, " \
+           "fastdds)" in str(err.value)
