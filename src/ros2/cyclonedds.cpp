@@ -197,8 +197,11 @@ const ddsi_sertype_ops kSertypeOps = {
 
 // ---- QoS ----------------------------------------------------------------------------------
 
-/// How long a reliable write may wait for room in the writer's history (DDS's default).
-constexpr dds_duration_t kMaxBlocking = DDS_MSECS(100);
+/// How long a reliable write may wait for the readers' acknowledgements when the writer's
+/// unacknowledged data exceeds Cyclone's WhcHigh: as long as it takes, as rmw_cyclonedds_cpp sets
+/// it, so that a large reliable sample slows the publisher down as it does a ROS 2 node. A reader
+/// that goes away stops counting when its lease expires (10 s by default).
+constexpr dds_duration_t kMaxBlocking = DDS_INFINITY;
 
 dds_qos_t* makeQos(const Qos& q) {
   if (q.depth < 1) throw std::invalid_argument("QoS depth " + std::to_string(q.depth) + " must be at least 1");

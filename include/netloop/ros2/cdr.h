@@ -56,7 +56,8 @@ class MessageLayout {
 std::vector<uint8_t> ros1ToCdr(const MessageLayout& layout, const uint8_t* ros1, size_t len);
 
 /// CDR bytes (encapsulation header included, little or big endian) -> ROS 1 serialized bytes.
-/// Throws CdrError when they do not fit the layout.
+/// Throws CdrError when they do not fit the layout (up to 3 bytes after the last field are
+/// accepted: writers may pad the payload to a multiple of 4).
 std::vector<uint8_t> cdrToRos1(const MessageLayout& layout, const uint8_t* cdr, size_t len);
 
 }  // namespace ros2

@@ -79,7 +79,9 @@ using SampleCallback = std::function<void(const uint8_t* cdr, size_t len, int64_
 class Publisher {
  public:
   virtual ~Publisher() = default;
-  /// Publishes one sample (CDR bytes, encapsulation header included).
+  /// Publishes one sample (CDR bytes, encapsulation header included). A reliable publish may
+  /// block while matched readers acknowledge earlier samples, as it does in a ROS 2 node (Cyclone
+  /// DDS: max_blocking_time infinite, as rmw_cyclonedds_cpp sets it).
   virtual void publish(const std::vector<uint8_t>& cdr) = 0;
   /// Subscriptions currently matched (discovered and compatible).
   virtual size_t matched() const = 0;
