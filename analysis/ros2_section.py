@@ -12,8 +12,8 @@ from typing import Any
 
 from .rendering import Section
 
-WIRE = ("samples_sent", "samples_received", "retransmits", "heartbeats", "acknacks", "samples_lost",
-        "samples_rejected")
+WIRE = ("samples_sent", "samples_received", "retransmits", "retransmit_bytes", "heartbeats", "acknacks", "throttles",
+        "samples_lost", "samples_rejected")
 
 
 def _sum(nodes: list[dict[str, Any]], key: str) -> float:
@@ -56,7 +56,8 @@ def section(runs: list) -> Section | None:
           "(or bridges) as the library exposes them; blank = not exposed by that library. Per node: "
           "`metadata.json` → `ros2.nodes`, from `records/<node>.ros2.json`.")
     out.table(["run", "middleware", "deployment", "QoS", "nodes", "discovery [ms]", "first sample [ms]",
-               "sent", "received", "retransmits", "heartbeats", "acknacks", "lost", "rejected"], rows, digits=1)
+               "sent", "received", "retransmits", "retransmitted bytes", "heartbeats", "acknacks", "throttles", "lost",
+               "rejected"], rows, digits=1)
     out.h(3, "Per node")
     out.table(["run", "node", "discovery [ms]", "first sample per topic [ms]", "sent", "received"], node_rows,
               digits=1)
