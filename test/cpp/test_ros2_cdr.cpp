@@ -118,6 +118,22 @@ TEST(Ros2Cdr, NestedArraysOfMessagesResolvedInTheirPackage) {
   EXPECT_EQ(toRos1("pkg/Outer", def, want), ros1);
 }
 
+TEST(Ros2Cdr, TypesWithoutPackageResolveInTheirOwnSectionsPackage) {
+  const std::string def =
+      "b/Mid m\nLocal l\n"
+      "================================================================================\n"
+      "MSG: b/Mid\nLeaf leaf\n"
+      "================================================================================\n"
+      "MSG: b/Leaf\nuint16 x\n"
+      "================================================================================\n"
+      "MSG: a/Local\nuint8 y\n";
+  Bytes ros1 = cat({u16(0x0102), {3}});
+  EXPECT_EQ(toCdr("a/Top", def, ros1), cat({kEncap, u16(0x0102), {3}}));
+  // "Leaf" in b/Mid is b/Leaf, not a/Leaf: without b/Leaf's section the definition is refused.
+  const std::string missing = "b/Mid m\n===\nMSG: b/Mid\nLeaf leaf\n===\nMSG: a/Leaf\nuint16 x\n";
+  EXPECT_THROW(MessageLayout::parse("a/Top", missing), CdrError);
+}
+
 TEST(Ros2Cdr, FixedArraysConstantsAndEmptySequences) {
   const std::string def =
       "int32 X=1\nstring S = a # not a comment\nfloat32[3] v\nuint8 k\nint16[2] w\ntime t\n"
@@ -329,6 +345,27 @@ TEST(Ros2Qos, ProfilesAndWords) {
   EXPECT_EQ(parseDurability("transient_local"), Durability::TransientLocal);
   EXPECT_THROW(parseReliability("Reliable"), std::invalid_argument);
   EXPECT_THROW(parseDurability("persistent"), std::invalid_argument);
+}
+
+TEST(Ros2Factory, TheBuildsMiddlewaresInAStableOrder) {
+  std::vector<std::string> want;
+#ifdef NETLOOP_ROS2_HAVE_CYCLONEDDS
+  want.push_back("cyclonedds");
+#endif
+#ifdef NETLOOP_ROS2_HAVE_FASTDDS
+  want.push_back("fastdds");
+#endif
+  auto have = availableMiddlewares();
+  std::vector<std::string> dds;
+  for (const auto& m : have)
+    if (m != "zenoh") dds.push_back(m);
+  EXPECT_EQ(dds, want);
+  if (!have.empty()) {
+    ParticipantConfig c;
+    c.middleware = have[0];
+    c.domain_id = 233;
+    EXPECT_THROW(createParticipant(c), std::invalid_argument);
+  }
 }
 
 TEST(Ros2Factory, UnknownMiddlewareNamesTheAvailableOnes) {
