@@ -1,0 +1,58 @@
+// A small publisher on netloop's zenoh middleware, for test/test_ros2_zenoh_peer.py: an
+// independent Zenoh peer (the eclipse-zenoh Python package) must receive what it publishes.
+//
+//   ros2_zenoh_pub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH TEXT COUNT
+//
+// Publishes COUNT std_msgs/String-shaped samples (CDR of TEXT) every 100 ms once a subscriber
+// matches (at most 10 s), printing "matched N" and "sent I" lines, then exits 0.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "netloop/ros2/middleware.h"
+
+using namespace netloop::ros2;
+
+int main(int argc, char** argv) {
+  if (argc != 8) {
+    std::fprintf(stderr, "usage: ros2_zenoh_pub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH TEXT COUNT\n");
+    return 2;
+  }
+  ParticipantConfig c;
+  c.middleware = "zenoh";
+  c.config_file = argv[1];
+  c.domain_id = std::atoi(argv[2]);
+  c.node_name = "ros2_zenoh_pub";
+  c.type_hashes[argv[4]] = argv[5];
+  const std::string text = argv[6];
+  const int count = std::atoi(argv[7]);
+  try {
+    auto participant = createParticipant(c);
+    auto pub = participant->createPublisher(argv[3], argv[4], Qos{});
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (pub->matched() == 0 && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::printf("matched %zu\n", pub->matched());
+    std::fflush(stdout);
+    std::vector<uint8_t> cdr = {0x00, 0x01, 0x00, 0x00};
+    const uint32_t n = static_cast<uint32_t>(text.size() + 1);
+    for (int i = 0; i < 4; ++i) cdr.push_back(static_cast<uint8_t>(n >> (8 * i)));
+    cdr.insert(cdr.end(), text.begin(), text.end());
+    cdr.push_back(0);
+    for (int i = 1; i <= count; ++i) {
+      pub->publish(cdr);
+      std::printf("sent %d\n", i);
+      std::fflush(stdout);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const WireStats s = participant->stats();
+    std::printf("samples_sent %lld\n", static_cast<long long>(s.samples_sent));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ros2_zenoh_pub: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
