@@ -83,3 +83,41 @@ def test_python_zenoh_peer_receives_netloop_samples(tmp_path):
         assert len(gid) == 16
         gids.add(gid)
     assert len(gids) == 1, "one publisher, one GID"
+
+
+@pytest.mark.skipif(not PUB.exists(), reason="this build has no zenoh middleware (the Zenoh shim needs cargo, Rust >= 1.75)")
+def test_netloop_receives_a_python_zenoh_peer_publishing_as_rmw_zenoh(tmp_path):
+    port = _free_port()
+    type_hash = names.type_hash("std_msgs/String")
+    key = names.zenoh_key_expr(7, "/from_python", "std_msgs/String", type_hash)
+    conf = zenoh.Config.from_json5(
+        '{mode: "peer", listen: {endpoints: ["tcp/127.0.0.1:%d"]}, scouting: {multicast: {enabled: false}}}' % port)
+    config = tmp_path / "sub.json5"
+    config.write_text('{mode: "peer", connect: {endpoints: ["tcp/127.0.0.1:%d"]}, '
+                      'scouting: {multicast: {enabled: false}}}\n' % port)
+    sample = _cdr_string("hello from python")
+    with zenoh.open(conf) as session:
+        pub = session.declare_publisher(key)
+        proc = subprocess.Popen([str(PUB), "--sub", str(config), "7", "/from_python", "std_msgs/String", type_hash, "2"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout.readline().strip() == "ready"
+            seq = 0
+            deadline = time.monotonic() + 15
+            while proc.poll() is None and time.monotonic() < deadline:
+                seq += 1
+                att = zenoh.ext.z_serialize(("sequence_number", Int64(seq), "source_timestamp", Int64(time.time_ns()),
+                                             "source_gid", bytes(16)))
+                pub.put(sample, attachment=att)
+                time.sleep(0.1)
+            out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        pub.undeclare()
+    assert proc.returncode == 0, out + err
+    lines = [ln.split()[1] for ln in out.splitlines() if ln.startswith("received ")]
+    assert len(lines) >= 2
+    assert all(bytes.fromhex(h) == sample for h in lines)
+    assert "samples_received" in out

@@ -1,10 +1,14 @@
-// A small publisher on netloop's zenoh middleware, for test/test_ros2_zenoh_peer.py: an
-// independent Zenoh peer (the eclipse-zenoh Python package) must receive what it publishes.
+// A small publisher (or subscriber) on netloop's zenoh middleware, for test/test_ros2_zenoh_peer.py:
+// an independent Zenoh peer (the eclipse-zenoh Python package) must receive what it publishes, and
+// it must receive what that peer publishes.
 //
 //   ros2_zenoh_pub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH TEXT COUNT
-//
-// Publishes COUNT std_msgs/String-shaped samples (CDR of TEXT) every 100 ms once a subscriber
-// matches (at most 10 s), printing "matched N" and "sent I" lines, then exits 0.
+//       publishes COUNT std_msgs/String-shaped samples (CDR of TEXT) every 100 ms once a
+//       subscriber matches (at most 10 s), printing "matched N" and "sent I" lines, then exits 0.
+//   ros2_zenoh_pub --sub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH COUNT
+//       subscribes, prints "ready", then "received <hex of the CDR bytes>" per sample; exits 0
+//       after COUNT samples, 1 when they do not come within 15 s.
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,9 +20,48 @@
 
 using namespace netloop::ros2;
 
+static int subscribe(char** argv) {
+  ParticipantConfig c;
+  c.middleware = "zenoh";
+  c.config_file = argv[0];
+  c.domain_id = std::atoi(argv[1]);
+  c.node_name = "ros2_zenoh_sub";
+  c.type_hashes[argv[3]] = argv[4];
+  const int count = std::atoi(argv[5]);
+  std::atomic<int> received{0};
+  try {
+    auto participant = createParticipant(c);
+    auto sub = participant->createSubscription(argv[2], argv[3], Qos{}, [&](const uint8_t* cdr, size_t len, int64_t) {
+      std::string hex;
+      char b[3];
+      for (size_t i = 0; i < len; ++i) {
+        std::snprintf(b, sizeof b, "%02x", cdr[i]);
+        hex += b;
+      }
+      std::printf("received %s\n", hex.c_str());
+      std::fflush(stdout);
+      ++received;
+    });
+    std::printf("ready\n");
+    std::fflush(stdout);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (received < count && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::printf("samples_received %lld\n", static_cast<long long>(participant->stats().samples_received));
+    std::fflush(stdout);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ros2_zenoh_pub --sub: %s\n", e.what());
+    return 1;
+  }
+  return received >= count ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 8 && std::string(argv[1]) == "--sub") return subscribe(argv + 2);
   if (argc != 8) {
-    std::fprintf(stderr, "usage: ros2_zenoh_pub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH TEXT COUNT\n");
+    std::fprintf(stderr,
+                 "usage: ros2_zenoh_pub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH TEXT COUNT\n"
+                 "       ros2_zenoh_pub --sub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH COUNT\n");
     return 2;
   }
   ParticipantConfig c;
