@@ -178,3 +178,26 @@ def test_every_flow_kind_natively_beside_the_loop(tmp_path, mw):
     tapped = read_events(run_dir / "records" / "flow_scan_tx.csv")
     sent = tapped.seq[tapped.kind != "rx"].tolist()
     assert len(sent) >= 20 and [r[0] for r in received(run_dir / "records" / "flow_scan_rx.csv")] == sent
+
+
+def _discovery_cases():
+    for mw in MIDDLEWARES:
+        why = missing_middleware(mw)
+        marks = pytest.mark.skipif(bool(why), reason=why or "")
+        yield pytest.param(mw, {"discovery": "peers"}, marks=marks, id=f"{mw}-peers")
+    why = missing_middleware("zenoh")
+    yield pytest.param("zenoh", {"mode": "router"}, marks=pytest.mark.skipif(bool(why), reason=why or ""),
+                       id="zenoh-router")
+
+
+@pytest.mark.root
+@needs_root
+@pytest.mark.parametrize("mw, options", list(_discovery_cases()))
+def test_discovery_by_peers_list_and_through_a_zenoh_router(tmp_path, mw, options):
+    run_dir, meta = only_run(tmp_path, {"link": "ethernet", "transport": mw, "loop": {"samples": 60, "warmup": 0.2},
+                                        "transport_options": {mw: options}}, f"disc_{mw}")
+    check_loop(run_dir, meta, 60)
+    check_ros2_record(meta, mw, ["plant", "controller"])
+    if options.get("mode") == "router":
+        assert meta["transport"]["relay_processes"] == {"zenoh_router": "operator"}
+        assert "ready" in (run_dir / "logs" / "zenoh_router.log").read_text()
