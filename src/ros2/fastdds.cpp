@@ -64,9 +64,14 @@ int64_t wallNs() {
       .count();
 }
 
-/// A sample: its CDR bytes, encapsulation header included.
+/// A sample: its CDR bytes, encapsulation header included. A sample being written points at the
+/// caller's bytes instead (write() serializes before it returns, so they are copied once).
 struct OpaqueSample {
   std::vector<uint8_t> bytes;
+  const uint8_t* ext = nullptr;
+  size_t ext_size = 0;
+  const uint8_t* data() const { return ext ? ext : bytes.data(); }
+  size_t size() const { return ext ? ext_size : bytes.size(); }
 };
 
 class OpaqueType : public fdds::TopicDataType {
@@ -79,21 +84,22 @@ class OpaqueType : public fdds::TopicDataType {
     auto_fill_type_information(false);
   }
   bool serialize(void* data, SerializedPayload_t* payload) override {
-    const auto& b = static_cast<OpaqueSample*>(data)->bytes;
-    if (b.size() < 4) return false;
-    if (payload->max_size < b.size()) return false;  // the pool sized it from getSerializedSizeProvider
-    memcpy(payload->data, b.data(), b.size());
-    payload->length = static_cast<uint32_t>(b.size());
-    payload->encapsulation = b[1] == 0x00 ? CDR_BE : CDR_LE;
+    const auto* s = static_cast<OpaqueSample*>(data);
+    if (s->size() < 4) return false;
+    if (payload->max_size < s->size()) return false;  // the pool sized it from getSerializedSizeProvider
+    memcpy(payload->data, s->data(), s->size());
+    payload->length = static_cast<uint32_t>(s->size());
+    payload->encapsulation = s->data()[1] == 0x00 ? CDR_BE : CDR_LE;
     return true;
   }
   bool deserialize(SerializedPayload_t* payload, void* data) override {
-    auto& b = static_cast<OpaqueSample*>(data)->bytes;
-    b.assign(payload->data, payload->data + payload->length);
+    auto* s = static_cast<OpaqueSample*>(data);
+    s->ext = nullptr;
+    s->bytes.assign(payload->data, payload->data + payload->length);
     return true;
   }
   std::function<uint32_t()> getSerializedSizeProvider(void* data) override {
-    return [data]() { return static_cast<uint32_t>(static_cast<OpaqueSample*>(data)->bytes.size()); };
+    return [data]() { return static_cast<uint32_t>(static_cast<OpaqueSample*>(data)->size()); };
   }
   void* createData() override { return new OpaqueSample(); }
   void deleteData(void* data) override { delete static_cast<OpaqueSample*>(data); }
@@ -164,7 +170,8 @@ class FastPublisher : public Publisher {
 
   void publish(const std::vector<uint8_t>& cdr) override {
     OpaqueSample sample;
-    sample.bytes = cdr;
+    sample.ext = cdr.data();
+    sample.ext_size = cdr.size();
     if (!writer_->write(&sample)) {
       int64_t n = ++counters_->write_failures;
       if (n <= 5 || (n & (n - 1)) == 0)
