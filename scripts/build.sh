@@ -27,10 +27,12 @@ mkdir -p "$ws/src"
 # The Zenoh shim (src/zenoh_shim, Rust, over the zenoh crate): cmake/zenoh.cmake links it into
 # libnetloop_ros2 when it is built. Zenoh 1.10 needs Rust >= 1.75 (Debian 12: cargo-web; rustup's
 # ~/.cargo/bin is preferred when present). Without it the build goes on without the zenoh middleware.
-# Cargo's output goes to .build/zenoh, or to $NETLOOP_ZENOH_TARGET_DIR (e.g. a cache shared by
-# several clones: a first build of the shim takes some 15 minutes on 2 cores).
+# Cargo's output goes to $NETLOOP_ZENOH_TARGET_DIR when set (a first build of the shim takes some
+# 15 minutes on 2 cores).
 zenoh_log="$(dirname "$ws")/zenoh-build.log"
-zenoh_target=$(realpath -m "${NETLOOP_ZENOH_TARGET_DIR:-$root/.build/zenoh}")
+# By default the target directory is a per-user cache shared by every clone, like ccache's: a
+# fresh clone on a machine that built the shim once reuses it.
+zenoh_target=$(realpath -m "${NETLOOP_ZENOH_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/netloop/zenoh-target}")
 cargo_bin=""
 for c in "$HOME/.cargo/bin/cargo" "$(command -v cargo || true)"; do
   if [ -n "$c" ] && [ -x "$c" ]; then cargo_bin=$c; break; fi
@@ -40,11 +42,15 @@ if [ -z "$cargo_bin" ]; then
   echo "build: warning: cargo not found: building without the zenoh middleware (needs Rust >= 1.75; Debian 12: apt-get install cargo-web)" >&2
 elif [ -z "$cargo_minor" ] || [ "$cargo_minor" -lt 75 ]; then
   echo "build: warning: $("$cargo_bin" --version) is older than the 1.75 zenoh needs: building without the zenoh middleware" >&2
-elif ! PATH="$(dirname "$cargo_bin"):$PATH" CARGO_TARGET_DIR="$zenoh_target" \
-    "$cargo_bin" build --release --locked --manifest-path "$root/src/zenoh_shim/Cargo.toml" > "$zenoh_log" 2>&1; then
-  tail -20 "$zenoh_log" >&2
-  rm -f "$zenoh_target/release/libnetloop_zenoh_shim.a"   # no stale shim: cmake skips zenoh
-  echo "build: warning: cargo failed to build the Zenoh shim (full log in $zenoh_log): building without the zenoh middleware" >&2
+else
+  [ -f "$zenoh_target/release/libnetloop_zenoh_shim.a" ] ||
+    echo "build: building the Zenoh shim with cargo (the first time on a machine: about 15 minutes on 2 cores; log: $zenoh_log)"
+  if ! PATH="$(dirname "$cargo_bin"):$PATH" CARGO_TARGET_DIR="$zenoh_target" \
+      "$cargo_bin" build --release --locked --manifest-path "$root/src/zenoh_shim/Cargo.toml" > "$zenoh_log" 2>&1; then
+    tail -20 "$zenoh_log" >&2
+    rm -f "$zenoh_target/release/libnetloop_zenoh_shim.a"   # no stale shim: cmake skips zenoh
+    echo "build: warning: cargo failed to build the Zenoh shim (full log in $zenoh_log): building without the zenoh middleware" >&2
+  fi
 fi
 if [ -f /opt/ros/noetic/setup.sh ]; then . /opt/ros/noetic/setup.sh; fi
 export PATH="/usr/bin:$PATH"   # Debian's catkin tools run with /usr/bin/python3

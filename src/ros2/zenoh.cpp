@@ -5,8 +5,11 @@
 //    empty: the library's defaults, peer mode with multicast scouting);
 //  - a topic is the key expression rmw_zenoh forms, "<domain>/<topic>/<dds type>/<RIHS01 hash>"
 //    (ros2/names.h), the hash taken from ParticipantConfig::type_hashes (computed by the runner);
-//  - a publisher is an AdvancedPublisher: reliable = Reliability::Reliable with
-//    CongestionControl::Block, best effort = BestEffort with Drop; transient_local keeps the last
+//  - a publisher is an AdvancedPublisher set as rmw_zenoh (Jazzy) sets it for KEEP_LAST history,
+//    the only history netloop uses: CongestionControl::Drop and the library's default reliability
+//    (Reliable) whatever the QoS's reliability — rmw_zenoh blocks only for reliable + KEEP_ALL and
+//    leaves best effort at the default, so on Zenoh `best_effort` changes nothing on the wire, as
+//    for a ROS 2 node on rmw_zenoh; transient_local keeps the last
 //    `depth` samples in the publisher's cache, which late subscribers fetch (their AdvancedSubscriber
 //    asks publishers it detects for their history), as rmw_zenoh does for transient_local;
 //  - every sample carries rmw_zenoh's attachment (sequence number, source timestamp, source GID);
@@ -122,8 +125,8 @@ class ZenohParticipant : public Participant {
   std::unique_ptr<Publisher> createPublisher(const std::string& ros_topic, const std::string& ros_type,
                                              const Qos& qos) override {
     const std::string key = keyExpr(ros_topic, ros_type);
-    const bool reliable = qos.reliability == Reliability::Reliable;
-    NlzPublisher* pub = nlz_declare_publisher(session_.get(), key.c_str(), reliable ? 1 : 0, reliable ? 1 : 0,
+    // rmw_zenoh's choice for KEEP_LAST (see the top of this file): Reliable, Drop, whatever qos.reliability.
+    NlzPublisher* pub = nlz_declare_publisher(session_.get(), key.c_str(), /*reliable=*/1, /*block=*/0,
                                               qos.durability == Durability::TransientLocal ? 1 : 0, qos.depth);
     if (!pub) throw std::runtime_error("zenoh: cannot publish on '" + key + "': " + shimError());
     // The GID in the attachment: the session's id with the last 4 bytes replaced by this
