@@ -94,7 +94,8 @@ class Subscription {
   virtual size_t matched() const = 0;
 };
 
-/// One node's presence on a middleware: the factory of its publishers and subscriptions.
+/// One node's presence on a middleware: the factory of its publishers and subscriptions, which
+/// must be destroyed before it.
 class Participant {
  public:
   virtual ~Participant() = default;
