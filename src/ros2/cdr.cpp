@@ -2,6 +2,7 @@
 // See include/netloop/ros2/cdr.h for the mapping.
 #include "netloop/ros2/cdr.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -33,7 +34,41 @@ struct Type {
   std::string name;  // pkg/Type
   std::vector<Field> fields;
   bool empty_in_cdr = false;  // no fields: ROS 2 adds `uint8 structure_needs_at_least_one_member`
+  // Plain: fixed-size primitives only, laid out in CDR exactly as packed in ROS 1 when the type
+  // starts at an offset that is a multiple of max_align (e.g. geometry_msgs/Point, Point32,
+  // Quaternion, Pose): arrays of it are then one memcpy.
+  bool plain = false;
+  size_t plain_size = 0;
+  uint8_t max_align = 1;
+  uint8_t first_align = 1;
 };
+
+void computePlain(Type* t) {
+  size_t off = 0;
+  uint8_t max_align = 1, first_align = 0;
+  bool plain = !t->fields.empty();
+  for (const Field& f : t->fields) {
+    if (!plain) break;
+    if (f.ros1_only || f.variable || f.kind == Field::String) {
+      plain = false;
+    } else if (f.kind == Field::Prim) {
+      if (off % f.size) plain = false;
+      off += static_cast<size_t>(f.fixed) * f.mult * f.size;
+      max_align = std::max(max_align, f.size);
+      if (!first_align) first_align = f.size;
+    } else {
+      const Type* n = f.type;
+      if (!n->plain || off % n->max_align) plain = false;
+      off += static_cast<size_t>(f.fixed) * n->plain_size;
+      max_align = std::max(max_align, n->max_align);
+      if (!first_align) first_align = n->first_align;
+    }
+  }
+  t->plain = plain && off > 0 && off % max_align == 0;
+  t->plain_size = t->plain ? off : 0;
+  t->max_align = max_align;
+  t->first_align = first_align ? first_align : 1;
+}
 
 // std_msgs/Header, for definitions that leave its section out.
 const char* kHeaderDefinition =
@@ -152,6 +187,7 @@ class Parser {
     bool any = false;
     for (const Field& f : type->fields) any = any || !f.ros1_only;
     type->empty_in_cdr = !any;
+    computePlain(type.get());
     building_.erase(name);
     const Type* raw = type.get();
     types_->push_back(std::move(type));
@@ -374,6 +410,14 @@ class ToCdr {
         if (f.variable && static_cast<size_t>(count) > static_cast<size_t>(end_ - p_) && !f.type->fields.empty())
           throw FieldError{"", "array length " + std::to_string(count) + " exceeds the " +
                                    std::to_string(end_ - p_) + " bytes left"};
+        if (f.type->plain && count > 0) {
+          out_->alignCdr(f.type->first_align);  // where the first element's first field goes anyway
+          if ((out_->pos() - 4) % f.type->max_align == 0) {
+            size_t bytes = static_cast<size_t>(count) * f.type->plain_size;
+            out_->put(take(bytes, f.is_array ? "an array of messages" : "a message"), bytes);
+            return;
+          }
+        }
         for (uint32_t i = 0; i < count; ++i) {
           try {
             message(*f.type);
@@ -478,6 +522,14 @@ class FromCdr {
         if (f.variable && static_cast<size_t>(count) > left())
           throw FieldError{"", "sequence length " + std::to_string(count) + " exceeds the " + std::to_string(left()) +
                                    " bytes left"};
+        if (f.type->plain && count > 0 && !swap_) {
+          align(f.type->first_align);
+          if (consumed() % f.type->max_align == 0) {
+            size_t bytes = static_cast<size_t>(count) * f.type->plain_size;
+            out_->put(take(bytes, f.is_array ? "an array of messages" : "a message"), bytes);
+            return;
+          }
+        }
         for (uint32_t i = 0; i < count; ++i) {
           try {
             message(*f.type);

@@ -5,6 +5,7 @@
 #include <sensor_msgs/CompressedImage.h>
 #include <sensor_msgs/Image.h>
 #include <sensor_msgs/LaserScan.h>
+#include <sensor_msgs/PointCloud.h>
 
 #include <chrono>
 #include <cstring>
@@ -148,6 +149,35 @@ TEST(Ros2Cdr, FixedArraysConstantsAndEmptySequences) {
   EXPECT_EQ(toRos1("t/F", def, want), ros1);
 }
 
+TEST(Ros2Cdr, ArraysOfPlainMessagesAlignedOrNot) {
+  // geometry_msgs/Point-like: one memcpy once aligned to 8.
+  const std::string pts =
+      "uint8 a\nPoint[] p\nPoint one\n===\nMSG: g/Point\nfloat64 x\nfloat64 y\nfloat64 z\n";
+  Bytes ros1 = cat({{1}, u32(2), f64(1), f64(2), f64(3), f64(4), f64(5), f64(6), f64(7), f64(8), f64(9)});
+  // body: 0 a, 4 count, 8 six doubles, 56 three doubles
+  Bytes want = cat({kEncap, {1}, zeros(3), u32(2), f64(1), f64(2), f64(3), f64(4), f64(5), f64(6), f64(7), f64(8),
+                    f64(9)});
+  EXPECT_EQ(toCdr("g/Pts", pts, ros1), want);
+  EXPECT_EQ(toRos1("g/Pts", pts, want), ros1);
+  // {float32, float32, float64}: plain, but a sequence of it right after its count starts at 4,
+  // not a multiple of 8: element by element, with padding before each c.
+  const std::string mixed = "S[] s\n===\nMSG: g/S\nfloat32 a\nfloat32 b\nfloat64 c\n";
+  Bytes r2 = cat({u32(2), f32(1), f32(2), f64(3), f32(4), f32(5), f64(6)});
+  // body: 0 count, 4 a, 8 b, pad, 16 c, 24 a, 28 b, 32 c
+  Bytes w2 = cat({kEncap, u32(2), f32(1), f32(2), zeros(4), f64(3), f32(4), f32(5), f64(6)});
+  EXPECT_EQ(toCdr("g/M", mixed, r2), w2);
+  EXPECT_EQ(toRos1("g/M", mixed, w2), r2);
+  // The same after a uint32: the elements start at 8, so one memcpy.
+  const std::string mixed2 = "uint32 n\nS[] s\n===\nMSG: g/S\nfloat32 a\nfloat32 b\nfloat64 c\n";
+  Bytes r3 = cat({u32(9), u32(2), f32(1), f32(2), f64(3), f32(4), f32(5), f64(6)});
+  Bytes w3 = cat({kEncap, u32(9), u32(2), f32(1), f32(2), f64(3), f32(4), f32(5), f64(6)});
+  EXPECT_EQ(toCdr("g/M2", mixed2, r3), w3);
+  EXPECT_EQ(toRos1("g/M2", mixed2, w3), r3);
+  // Truncated inside the array: refused.
+  Bytes cut(ros1.begin(), ros1.end() - 30);
+  EXPECT_THROW(toCdr("g/Pts", pts, cut), CdrError);
+}
+
 TEST(Ros2Cdr, EmptyMessageHasOneByteInCdr) {
   EXPECT_EQ(toCdr("std_msgs/Empty", "", {}), cat({kEncap, {0}}));
   EXPECT_EQ(toRos1("std_msgs/Empty", "", cat({kEncap, {0}})), Bytes{});
@@ -212,6 +242,20 @@ TEST(Ros2Cdr, RoundTripsOfRealMessages) {
     m.data.assign(65536, 0x33);
     auto layout = layoutOf<sensor_msgs::CompressedImage>();
     EXPECT_TRUE(layout->startsWithHeader());
+    Bytes ros1 = serialize(m);
+    Bytes cdr = ros1ToCdr(*layout, ros1.data(), ros1.size());
+    EXPECT_EQ(cdrToRos1(*layout, cdr.data(), cdr.size()), ros1);
+  }
+  {
+    sensor_msgs::PointCloud m;  // Point32[] (plain: one memcpy) and ChannelFloat32[] (strings)
+    m.header.frame_id = "lidar";
+    m.points.resize(1000);
+    for (size_t i = 0; i < m.points.size(); ++i) m.points[i].x = m.points[i].y = m.points[i].z = float(i);
+    m.channels.resize(2);
+    m.channels[0].name = "intensity";
+    m.channels[0].values.assign(1000, 0.5f);
+    m.channels[1].name = "ring";
+    auto layout = layoutOf<sensor_msgs::PointCloud>();
     Bytes ros1 = serialize(m);
     Bytes cdr = ros1ToCdr(*layout, ros1.data(), ros1.size());
     EXPECT_EQ(cdrToRos1(*layout, cdr.data(), cdr.size()), ros1);
