@@ -307,3 +307,9 @@ def test_a_machine_whose_build_lacks_the_middleware_is_refused(tmp_path, monkeyp
     assert real.checks["robot"]["ros2"].split() == ["cyclonedds", "fastdds"]
     assert "robot (192.0.2.7): its build of netloop has no zenoh (libnetloop_ros2 there has: cyclonedds, " \
            "fastdds)" in str(err.value)
+
+
+def test_rtps_message_size_on_loopback_stays_within_fast_dds_limit():
+    lo = ros2config.NetPlan([ros2config.HostNet(h, "127.0.0.1", "lo", 65536) for h in ADDRESS], "multicast", True)
+    root = ET.fromstring(ros2config.fastdds_xml(lo, "robot"))
+    assert int(next(root.iter(f"{FD}maxMessageSize")).text) == 65000      # Fast DDS refuses more

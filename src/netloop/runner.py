@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import shlex
 import signal
 import time
 import xmlrpc.client
@@ -238,15 +239,32 @@ def _split_native(transport, connections: list[tuple[str, str, str]]):
     return ros1, [c for c in connections if c not in ros1]
 
 
-def _native_matched(transport, connections: list[tuple[str, str, str]]) -> list[str]:
-    """The nodes of native connections whose status file does not say matched yet."""
-    from .transports.ros2 import read_status  # noqa: PLC0415
+def _native_matched(transport, connections: list[tuple[str, str, str]], hosts=None) -> list[str]:
+    """The nodes of native connections whose status file does not say matched yet (on a real
+    machine the file is read there, over SSH, until it does)."""
     waiting = []
     for node in sorted({n for _, pub, sub in connections for n in (pub, sub)}):
-        status = read_status(Path(transport.native_nodes[node]["status_path"]))
-        if not status or not status.get("matched_ns"):
+        entry = transport.native_nodes[node]
+        if entry.get("matched"):
+            continue
+        status = _read_status(hosts, entry["host"], entry["status_path"])
+        if status and status.get("matched_ns"):
+            entry["matched"] = True
+        else:
             waiting.append(node)
     return waiting
+
+
+def _read_status(hosts, host: str, path: str) -> dict | None:
+    from .transports.ros2 import read_status  # noqa: PLC0415
+    remote = getattr(hosts, "is_remote", None)
+    if hosts is None or remote is None or not remote(host):
+        return read_status(Path(path))
+    try:
+        text = hosts._ssh(host, f"cat {shlex.quote(hosts.translate(host, path))} 2>/dev/null || true")
+        return json.loads(text) if text.strip() else None
+    except (OSError, ValueError, RuntimeError):
+        return None
 
 
 def _native_negotiated(transport, connections: list[tuple[str, str, str]]) -> dict[str, str]:
@@ -354,6 +372,8 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
     try:
         with ExitStack() as stack:
             testbed = hosts_for(exp, link, run_dir, log)
+            if hasattr(transport, "middleware"):   # ROS 2: its record, last (real machines: records home)
+                stack.callback(lambda: meta.update(ros2=_ros2_record(transport)) if transport.ctx else None)
             if exp.machines:   # after down(): the clocks after the run, the records home
                 stack.callback(lambda: meta.update(link=testbed.metadata()))
             stack.enter_context(testbed)
@@ -371,8 +391,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
                 masters={h: m.uri for h, m in masters.items()}, start=hosts.start,
                 options=exp.transport_options.get(transport.name, {}),
                 link_mbit=testbed.link_mbit, interface=interfaces, mtu=mtus, topic_qos=topic_qos(exp)))
-            if hasattr(transport, "middleware"):   # ROS 2: its record, also when the run fails
-                stack.callback(lambda: meta.update(ros2=_ros2_record(transport)))
+
             stack.callback(transport.stop)
             meta.update(transport=transport.metadata())  # what actually ran (implementation, stats files)
 
@@ -396,9 +415,9 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
                 group.sample_cpu()
                 if negotiated is None:
                     negotiated = negotiated_transports(hosts, ros1_connections, seen)
-                unmatched = _native_matched(transport, native_connections) if native_connections else []
+                unmatched = _native_matched(transport, native_connections, testbed) if native_connections else []
                 if hasattr(transport, "unmatched_bridges"):   # ROS 2 bridges: their middleware side matched too
-                    unmatched += transport.unmatched_bridges()
+                    unmatched += transport.unmatched_bridges(lambda h, path: _read_status(testbed, h, path))
                 if negotiated is not None and not unmatched:
                     break
                 time.sleep(0.05)

@@ -76,9 +76,14 @@ class NetPlan:
         return list(dict.fromkeys(h.address for h in self.hosts))
 
 
+#: largest RTPS message Fast DDS accepts (its UDP transport refuses a maxMessageSize above it)
+RTPS_MESSAGE_MAX = 65000
+
+
 def rtps_message_bytes(mtu: int) -> int:
-    """Largest RTPS message that leaves as one IP packet on a link of ``mtu``."""
-    return mtu - IP_UDP_BYTES
+    """Largest RTPS message that leaves as one IP packet on a link of ``mtu`` (lo's 65536 is
+    capped where Fast DDS refuses more)."""
+    return min(mtu - IP_UDP_BYTES, RTPS_MESSAGE_MAX)
 
 
 def rtps_fragment_bytes(mtu: int) -> int:

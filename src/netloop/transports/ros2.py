@@ -307,10 +307,20 @@ class Ros2Transport(Transport):
         qos = self.topic_qos.get(topic) or self.qos_for()
         return ros1.replace(" via relay", "") + f" via ros2_bridge ({self.middleware} {qos.describe()})"
 
-    def unmatched_bridges(self) -> list[str]:
-        """Bridges whose status file does not say matched yet (their middleware endpoints)."""
-        return [p["name"] for p in self.processes if p["params"].get("status_path")
-                and not (read_status(Path(p["params"]["status_path"])) or {}).get("matched_ns")]
+    def unmatched_bridges(self, read=None) -> list[str]:
+        """Bridges whose status file does not say matched yet (their middleware endpoints);
+        ``read(host, path)`` reads a status file (default: here)."""
+        read = read or (lambda _host, path: read_status(Path(path)))
+        waiting = []
+        for p in self.processes:
+            path = p["params"].get("status_path")
+            if not path or p.get("matched"):
+                continue
+            if (read(p["host"], path) or {}).get("matched_ns"):
+                p["matched"] = True
+            else:
+                waiting.append(p["name"])
+        return waiting
 
     def metadata(self) -> dict[str, Any]:
         opts = self.options or validate(self.options_schema, {})
