@@ -25,15 +25,23 @@ pytestmark = pytest.mark.integration
 LOOP = validate_experiment({}, name="t").loop
 
 
-def built_middlewares() -> list[str]:
-    """What ``netloop_ros2_info`` says this build has (none without the binary)."""
+def built_middlewares() -> tuple[list[str], str | None]:
+    """What ``netloop_ros2_info`` says this build has (none without the binary), and why it
+    could not be asked (None when it answered)."""
     info = paths.node_binary("netloop_ros2_info")
     if not info.exists():
-        return []
-    return subprocess.run([str(info)], check=True, capture_output=True, text=True).stdout.split()
+        return [], None
+    run = subprocess.run([str(info)], capture_output=True, text=True)
+    if run.returncode != 0:
+        return [], f"{info} exited with {run.returncode}: {run.stderr.strip()}"
+    return run.stdout.split(), None
 
 
-MIDDLEWARES = built_middlewares()
+MIDDLEWARES, INFO_ERROR = built_middlewares()
+
+
+def test_netloop_ros2_info_answers():
+    assert INFO_ERROR is None, INFO_ERROR
 needs_middleware = pytest.mark.skipif(not MIDDLEWARES, reason="this build has no ROS 2 middleware")
 
 CYCLONE_XML = """<CycloneDDS><Domain id="any"><General><Interfaces><NetworkInterface name="lo"/></Interfaces>

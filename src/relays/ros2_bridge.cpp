@@ -13,6 +13,7 @@
 // full definition as ROS 1's connection header carries it), with optional per-topic QoS
 // overrides {reliability: reliable|best_effort, durability: volatile|transient_local, depth}.
 // A message of another type than configured on an out topic is dropped (type_mismatch).
+// ~queue_size [messages, default 100]: roscpp's queue of each ROS 1 subscription and publisher.
 //
 // The middleware: ~middleware (required here), ~middleware_config, ~domain_id, ~qos_*,
 // ~type_hashes, ~status_path, ~carry_header_seq (include/netloop/ros2/endpoint.h: the status file
