@@ -313,3 +313,15 @@ def test_rtps_message_size_on_loopback_stays_within_fast_dds_limit():
     lo = ros2config.NetPlan([ros2config.HostNet(h, "127.0.0.1", "lo", 65536) for h in ADDRESS], "multicast", True)
     root = ET.fromstring(ros2config.fastdds_xml(lo, "robot"))
     assert int(next(root.iter(f"{FD}maxMessageSize")).text) == 65000      # Fast DDS refuses more
+
+
+def test_zenoh_warns_of_messages_its_congestion_control_drops():
+    big = {"name": "big", "size_bytes": 1_000_000, "period": 3.0, "count": 3}
+    warnings = experiment_warnings(validate_experiment({"transport": "zenoh", "link": "wifi6", "flows": [big]},
+                                                       name="x"))
+    assert any("flows[0] (big)" in w and "congestion control" in w for w in warnings), warnings
+    small = dict(big, size_bytes=65536)
+    assert not [w for w in experiment_warnings(validate_experiment(
+        {"transport": "zenoh", "link": "wifi6", "flows": [small]}, name="x")) if "zenoh" in w]
+    assert not [w for w in experiment_warnings(validate_experiment(
+        {"transport": "zenoh", "link": "ethernet", "flows": [big]}, name="x")) if "zenoh" in w]

@@ -424,6 +424,8 @@ def experiment_warnings(exp: Experiment) -> list[str]:
         capacity = link_capacity_mbit(load_profile(exp.link, exp.link_params))
     if capacity is None:
         return out
+    from .transports.ros2 import zenoh_drop_warnings  # noqa: PLC0415
+    out += zenoh_drop_warnings(exp, capacity)
     for i, flow in enumerate(exp.flows):
         load = link_bits_per_second(flow) * flow.replicas / 1e6
         if load > capacity:
