@@ -204,3 +204,33 @@ def test_discovery_by_peers_list_and_through_a_zenoh_router(tmp_path, mw, option
     if options.get("mode") == "router":
         assert meta["transport"]["relay_processes"] == {"zenoh_router": "operator"}
         assert "ready" in (run_dir / "logs" / "zenoh_router.log").read_text()
+
+
+@pytest.mark.root
+@needs_root
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mw", ALL)
+def test_native_nodes_on_a_real_machine_through_ssh(tmp_path, mw):
+    """The robot a machine reached over SSH (sshd in a namespace): its plant's configuration file
+    is copied there, its status file read there until matched, its records brought home."""
+    import sys
+
+    import yaml
+    sys.path.insert(0, os.path.dirname(__file__))
+    from sshlab import SshLab
+    exp = tmp_path / "ssh_ros2.yaml"
+    exp.write_text(yaml.safe_dump({"name": "ssh_ros2", "link": "ethernet", "transport": mw,
+                                   "loop": {"samples": 60, "warmup": 0.3}}))
+    with SshLab("ethernet", tmp_path / "lab") as lab:
+        r = lab.netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(lab.hosts_file()),
+                        timeout=240)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        assert lab.processes_in("robot") == []
+    (campaign,) = list((tmp_path / "out").iterdir())
+    run_dir = campaign / "runs" / f"{mw}-r0"
+    meta = meta_of(run_dir)
+    assert meta["status"] == "complete", meta.get("error")
+    assert meta["link"]["records_home"]["robot"]["fetched"]
+    assert meta["negotiated_transport"]["/y"] == f"{mw} native reliable/volatile/10"
+    check_ros2_record(meta, mw, ["plant", "controller"])
+    assert len(received(run_dir / "records" / "plant.csv")) >= 58
