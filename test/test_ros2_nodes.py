@@ -219,7 +219,8 @@ def test_echo_flow_crosses_twice(roscore, tmp_path):
 
 @needs_middleware
 @pytest.mark.parametrize("param,value,message", [
-    ("middleware", "carrier_pigeon", "/plant/middleware: 'carrier_pigeon' is not a middleware of this build; allowed: "),
+    ("middleware", "carrier_pigeon",
+     "/plant/middleware: 'carrier_pigeon' is not a middleware of this build; allowed: "),
     ("qos_reliability", "mostly", "/plant/qos_reliability: "),
     ("qos_durability", "forever", "/plant/qos_durability: "),
     ("qos_depth", 0, "/plant/qos_depth = 0 is invalid"),

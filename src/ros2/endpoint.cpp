@@ -373,7 +373,8 @@ std::shared_ptr<RawSubscription> Endpoints::rawSubscription(const std::string& t
         [raw](const uint8_t* cdr, size_t len, int64_t recv_ns) { raw->deliver(cdr, len, recv_ns); }, inbox_depth);
     std::weak_ptr<RosQueueInbox> inbox = s->inbox_;
     s->impl_->sub = participant_->createSubscription(
-        s->topic_, datatype, qos ? *qos : params_.qos, [record, inbox](const uint8_t* cdr, size_t len, int64_t recv_ns) {
+        s->topic_, datatype, qos ? *qos : params_.qos,
+        [record, inbox](const uint8_t* cdr, size_t len, int64_t recv_ns) {
           int64_t none = -1;
           record->first_rx_ns.compare_exchange_strong(none, recv_ns);
           ++record->received;
@@ -381,7 +382,8 @@ std::shared_ptr<RawSubscription> Endpoints::rawSubscription(const std::string& t
         });
   } else {
     s->impl_->sub = participant_->createSubscription(
-        s->topic_, datatype, qos ? *qos : params_.qos, [record, raw](const uint8_t* cdr, size_t len, int64_t recv_ns) {
+        s->topic_, datatype, qos ? *qos : params_.qos,
+        [record, raw](const uint8_t* cdr, size_t len, int64_t recv_ns) {
           int64_t none = -1;
           record->first_rx_ns.compare_exchange_strong(none, recv_ns);
           ++record->received;
@@ -467,7 +469,8 @@ void Endpoints::writeStatus(bool final_version) {
     << ", \"endpoints\": {";
   bool first = true;
   for (const auto& r : records_) {  // as when every endpoint was matched (at exit: never matched)
-    o << (first ? "" : ", ") << quoted(r->topic) << ": " << (r->matched_then >= 0 ? r->matched_then : r->matched.load());
+    o << (first ? "" : ", ") << quoted(r->topic) << ": "
+      << (r->matched_then >= 0 ? r->matched_then : r->matched.load());
     first = false;
   }
   o << "}";

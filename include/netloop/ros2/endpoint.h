@@ -213,8 +213,9 @@ class Endpoints {
   TopicPublisher<M> publisher(const std::string& topic, uint32_t queue_size);
 
   template <class M, class T>
-  TopicSubscriber subscriber(const std::string& topic, uint32_t queue_size, void (T::*fp)(const boost::shared_ptr<M const>&),
-                        T* obj, const ros::TransportHints& hints);
+  TopicSubscriber subscriber(const std::string& topic, uint32_t queue_size,
+                             void (T::*fp)(const boost::shared_ptr<M const>&), T* obj,
+                             const ros::TransportHints& hints);
 
   /// Raw forms (middleware only): a topic of `datatype` given its full definition.
   std::shared_ptr<RawPublisher> rawPublisher(const std::string& topic, const std::string& datatype,
