@@ -9,6 +9,10 @@ bench/bench.json with the machine it ran on:
     least 99 % of the samples are answered and the achieved rate is within 1 % of f;
   - link emulation figures of the testbed (bring-up and tear-down time; ns-3 CPU and lag,
     also with the CPUs loaded), when the machine allows namespaces (root);
+  - ROS 2's middlewares (``netloop.transports.ros2_bench``): native Cyclone DDS, Fast DDS and
+    Zenoh latency of a 4 KB message at 50 Hz on loopback and between two namespaces joined by
+    ``ethernet``, and their sustained echo rate, beside ``tcp_nodelay`` as ratios from the same
+    run, with Cyclone DDS's ``ddsperf`` ping/pong on the same links as the reference;
   - the calibration of ``wifi6`` against the Pound paper (``netloop calibrate wifi6``: Tables
     I-II and Fig. 19) with the count of runs left out because ns-3 lagged real time.
 
@@ -144,8 +148,16 @@ def _md(results: dict[str, Any]) -> str:
                   f"| {sim['physics_step_ms']:.3f} | {sim['camera_frame_ms']:.2f} | {sim['jpeg_encode_ms']:.2f} | "
                   f"{sim['scan_ms']:.2f} | {sim['rtf']:.3f} | {sim['rtf_window_min']:.3f} | {sim['cpu_share']:.2f} |", ""]
     lines += ["## Relay transports", ""] + _relays_md(results.get("relays", {}))
+    lines += ["## ROS 2 middlewares", ""] + _ros2_md(results.get("ros2", {}))
     lines += ["## Calibration against the Pound paper", ""] + _calibration_md(results.get("calibration", {}))
     return "\n".join(lines)
+
+
+def _ros2_md(r: dict[str, Any]) -> list[str]:
+    if "skipped" in r or not r:
+        return [f"Skipped: {r.get('skipped', 'not run')}", ""]
+    from .transports.ros2_bench import markdown  # noqa: PLC0415
+    return markdown(r)
 
 
 def _relays_md(r: dict[str, Any]) -> list[str]:
@@ -234,6 +246,8 @@ def main(out: Path) -> int:
         results["simulator"] = _optional("netloop.sim.bench", "simulator")
         print("bench: relay transports ...", flush=True)
         results["relays"] = _optional("netloop.transports.bench", "relay transports")
+        print("bench: ROS 2 middlewares (and ddsperf) ...", flush=True)
+        results["ros2"] = _optional("netloop.transports.ros2_bench", "ROS 2 middlewares")
         print("bench: calibration of wifi6 (netloop calibrate wifi6) ...", flush=True)
         try:
             results["calibration"] = calibration(out)

@@ -1,0 +1,238 @@
+"""Benchmarks of ROS 2's middlewares (cyclonedds, fastdds, zenoh) beside ``tcp_nodelay``, all
+measured in the same call so that the ratios compare like with like. ``run_all()`` returns a
+JSON-ready dict:
+
+* ``latency``: per link (``loopback``; ``ethernet``, two namespaces joined by a veth pair, needs
+  root) and per transport, the one-way delay of a 4 KB message sent every 20 ms (50 Hz) robot ->
+  operator by native nodes with ROS 2's default QoS (reliable, volatile, keep last 10): median,
+  p99, MDR, and the median's ratio to ``tcp_nodelay``'s on the same link;
+* ``echo``: per transport the highest rate the RLC plant/controller pair sustains on loopback
+  (:func:`netloop.bench.echo_rate`: >= 99 % answered, rate within 1 %);
+* ``ddsperf``: Cyclone DDS's own ``ddsperf ping 50Hz size 4k`` / ``pong`` (Debian's
+  ``cyclonedds-tools``) on the same links, with the same Cyclone configuration netloop
+  generates for its nodes (``netloop.ros2.config.cyclonedds_xml``): the round trip's median per
+  second (ddsperf's own figure), the median over the seconds and its half (one way);
+* ``goal``: netloop's native Cyclone DDS one-way median over ddsperf's half round trip, per
+  link (the goal: at most 1.5).
+
+Run: ``python -m netloop.transports.ros2_bench [--out DIR] [--quick]`` (prints the JSON).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .bench import _flow, _run, _status
+
+TRANSPORTS = ["tcp_nodelay", "cyclonedds", "fastdds", "zenoh"]
+GOAL_RATIO = 1.5
+MESSAGE_BYTES = 4096
+PERIOD_S = 0.02
+#: ddsperf's per-second line: "... size 4096 mean 135.033us min 62.077us 50% 101.989us ... cnt 49"
+_DDSPERF_LINE = re.compile(r"size (\d+) mean ([\d.]+)us min ([\d.]+)us 50% ([\d.]+)us 90% ([\d.]+)us "
+                           r"99% ([\d.]+)us max ([\d.]+)us cnt (\d+)")
+
+
+def _links() -> list[str]:
+    return ["loopback", "ethernet"] if os.geteuid() == 0 else ["loopback"]
+
+
+def latency(out: Path, link: str, count: int = 500) -> dict[str, Any]:
+    """One 4 KB / 20 ms flow robot -> operator per transport on ``link``."""
+    flow = {"name": "probe", "size_bytes": MESSAGE_BYTES, "period": PERIOD_S, "count": count}
+    res: dict[str, Any] = {}
+    for transport in TRANSPORTS:
+        try:
+            cfg, camp = _run({"link": link, "transport": transport, "loop": {"type": "none"}, "flows": [flow],
+                              "run_timeout": 120}, out, f"latency_{link}_{transport}")
+            run_dir = camp / "runs" / f"{transport}-r0"
+            f = _flow(run_dir, cfg.flows[0])
+            res[transport] = {"run": _status(run_dir)["status"],
+                              **{k: f.get(k) for k in ("MDR", "D_p50_ms", "D_p99_ms", "D_mean_ms")}}
+        except Exception as err:   # a middleware missing from the build: say so, keep the others
+            res[transport] = {"run": f"failed: {type(err).__name__}: {err}"}
+    base = res.get("tcp_nodelay", {}).get("D_p50_ms")
+    for transport, v in res.items():
+        if base and v.get("D_p50_ms") is not None:
+            v["ratio_to_tcp_nodelay"] = round(v["D_p50_ms"] / base, 2)
+    return res
+
+
+def echo(work: Path) -> list[dict[str, Any]]:
+    from ..bench import echo_rate  # noqa: PLC0415
+    rows = []
+    for transport in TRANSPORTS:
+        try:
+            rows.append(echo_rate(work, transport))
+        except Exception as err:
+            rows.append({"transport": transport, "sustained_hz": None, "steps": [],
+                         "error": f"{type(err).__name__}: {err}"})
+    return rows
+
+
+def _cyclone_files(tmp: Path, tb, link: str) -> dict[str, Path]:
+    """The Cyclone DDS configuration netloop generates for each host of ``tb``."""
+    from ..ros2 import config as ros2config  # noqa: PLC0415
+    shared = link == "loopback"
+    hosts = [ros2config.HostNet(h, tb.address(h), "lo" if shared else "net0", 65536 if shared else
+                                int(tb.profile.get("mtu", 1500))) for h in ("robot", "operator")]
+    plan = ros2config.NetPlan(hosts, "multicast", shared)
+    files = {}
+    for h in ("robot", "operator"):
+        files[h] = tmp / f"{h}.xml"
+        files[h].write_text(ros2config.cyclonedds_xml(plan, h))
+    return files
+
+
+def parse_ddsperf(text: str) -> list[dict[str, float]]:
+    """ddsperf ping's per-second round-trip lines, in µs."""
+    rows = []
+    for m in _DDSPERF_LINE.finditer(text):
+        size, mean, lo, p50, p90, p99, hi, cnt = m.groups()
+        rows.append({"size": int(size), "mean_us": float(mean), "min_us": float(lo), "p50_us": float(p50),
+                     "p90_us": float(p90), "p99_us": float(p99), "max_us": float(hi), "count": int(cnt)})
+    return rows
+
+
+def ddsperf(link: str, seconds: int = 10) -> dict[str, Any]:
+    """``ddsperf ping 50Hz size 4k`` on the robot, ``pong`` on the operator, over ``link``."""
+    if shutil.which("ddsperf") is None:
+        return {"skipped": "ddsperf not installed (Debian's cyclonedds-tools)"}
+    from ..testbed import Testbed, load_profile  # noqa: PLC0415
+    with tempfile.TemporaryDirectory() as tmp_name, Testbed(load_profile(link, {}), log_dir=tmp_name) as tb:
+        tmp = Path(tmp_name)
+        files = _cyclone_files(tmp, tb, link)
+
+        def cmd(host: str, duration: int, *args: str) -> list[str]:
+            env = ["env", f"CYCLONEDDS_URI=file://{files[host]}"]
+            return tb.exec_prefix(host) + env + ["ddsperf", f"-D{duration}", *args]
+
+        pong = subprocess.Popen(cmd("operator", seconds + 5, "pong"), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        try:
+            time.sleep(0.5)
+            ping = subprocess.run(cmd("robot", seconds, "ping", "50Hz", "size", "4k"),
+                                  capture_output=True, text=True, timeout=seconds + 30)
+        finally:
+            pong.terminate()
+            pong.communicate(timeout=10)
+        seconds_rows = [r for r in parse_ddsperf(ping.stdout) if r["count"] > 0]
+        health = tb.health()
+    if not seconds_rows:
+        return {"error": f"ddsperf ping printed no round trips (exit {ping.returncode}): {ping.stdout[-400:]}"}
+    p50 = statistics.median(r["p50_us"] for r in seconds_rows)
+    mean = statistics.median(r["mean_us"] for r in seconds_rows)
+    return {"link": link, "seconds": len(seconds_rows), "round_trips": sum(r["count"] for r in seconds_rows),
+            "rtt_p50_us_median": round(p50, 1), "rtt_mean_us_median": round(mean, 1),
+            "rtt_mean_us_range": [min(r["mean_us"] for r in seconds_rows), max(r["mean_us"] for r in seconds_rows)],
+            "half_rtt_ms": round(p50 / 2e3, 4), "link_valid": health.get("valid"), "per_second": seconds_rows}
+
+
+def run_all(out_dir: Path | str | None = None, quick: bool = False) -> dict[str, Any]:
+    """Every part; the runs are kept in ``out_dir`` (a temporary directory otherwise)."""
+    out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="netloop-ros2-bench-"))
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    res: dict[str, Any] = {"results_dir": str(out), "message_bytes": MESSAGE_BYTES, "rate_hz": 1 / PERIOD_S,
+                           "latency": {}, "ddsperf": {}, "goal": {}}
+    for link in _links():
+        res["latency"][link] = latency(out, link, count=150 if quick else 500)
+        res["ddsperf"][link] = ddsperf(link, seconds=4 if quick else 10)
+        ours = res["latency"][link].get("cyclonedds", {}).get("D_p50_ms")
+        ref = res["ddsperf"][link].get("half_rtt_ms")
+        if ours and ref:
+            ratio = ours / ref
+            res["goal"][link] = {"netloop_cyclonedds_one_way_p50_ms": ours, "ddsperf_half_rtt_ms": ref,
+                                 "ratio": round(ratio, 2), "goal": GOAL_RATIO, "meets_goal": ratio <= GOAL_RATIO}
+    if not quick:
+        work = out / "echo"
+        work.mkdir(exist_ok=True)
+        res["echo"] = echo(work)
+    res["seconds"] = round(time.monotonic() - started, 1)
+    return res
+
+
+def markdown(r: dict[str, Any]) -> list[str]:
+    """bench.md's section."""
+    if "skipped" in r or not r:
+        return [f"Skipped: {r.get('skipped', 'not run')}", ""]
+    lines = [f"Native nodes, ROS 2's default QoS (reliable, volatile, keep last 10), a "
+             f"{r['message_bytes'] // 1024} KB message at {r['rate_hz']:g} Hz robot -> operator; ratio = median over "
+             f"`tcp_nodelay`'s median on the same link, same run:", "",
+             "| link | transport | run | one-way p50 [ms] | p99 [ms] | MDR | ratio to tcp_nodelay |",
+             "|---|---|---|---|---|---|---|"]
+    for link, per in r.get("latency", {}).items():
+        for t, v in per.items():
+            lines.append(f"| {link} | {t} | {v.get('run')} | {v.get('D_p50_ms', '–')} | {v.get('D_p99_ms', '–')} | "
+                         f"{v.get('MDR', '–')} | {v.get('ratio_to_tcp_nodelay', '–')} |")
+    lines += ["", "Cyclone DDS's own `ddsperf ping 50Hz size 4k` / `pong` with netloop's Cyclone configuration "
+                  "(round trip: median over the seconds of ddsperf's per-second median):", "",
+              "| link | seconds | round trips | RTT p50 [µs] | RTT mean per second [µs] | half RTT [ms] | "
+              "netloop cyclonedds one-way p50 [ms] | ratio (goal ≤ 1.5) |", "|---|---|---|---|---|---|---|---|"]
+    for link, d in r.get("ddsperf", {}).items():
+        g = r.get("goal", {}).get(link, {})
+        if "rtt_p50_us_median" not in d:
+            lines.append(f"| {link} | {d.get('skipped') or d.get('error')} | | | | | | |")
+            continue
+        lo, hi = d["rtt_mean_us_range"]
+        lines.append(f"| {link} | {d['seconds']} | {d['round_trips']} | {d['rtt_p50_us_median']} | "
+                     f"{lo:.0f}–{hi:.0f} | {d['half_rtt_ms']} | {g.get('netloop_cyclonedds_one_way_p50_ms', '–')} | "
+                     f"{g.get('ratio', '–')}{' (met)' if g.get('meets_goal') else ' (missed)' if g else ''} |")
+    if r.get("echo"):
+        lines += ["", "Highest echo rate of the RLC plant/controller pair on loopback (< 1 % unanswered, rate "
+                      "within 1 %):", "", "| transport | sustained [Hz] | steps (target → achieved, answered) |",
+                  "|---|---|---|"]
+        for e in r["echo"]:
+            steps = "; ".join(f"{s['rate_hz']} → {s['achieved_hz']:.0f} Hz, {100 * s['answered']:.1f} %"
+                              for s in e.get("steps", []))
+            lines.append(f"| {e['transport']} | {e.get('sustained_hz') or ('< 1000' if not e.get('error') else '–')} | "
+                         f"{steps or e.get('error', '')} |")
+    return lines + [""]
+
+
+def write_bench(bench_dir: Path, ros2: dict[str, Any]) -> None:
+    """Put ``ros2`` into ``bench_dir``/bench.json (kept: the other parts of an earlier ``make
+    bench``) and rewrite bench.md from it."""
+    from .. import bench  # noqa: PLC0415
+    from ..rundir import host_info, now_iso  # noqa: PLC0415
+    bench_dir.mkdir(parents=True, exist_ok=True)
+    path = bench_dir / "bench.json"
+    results = json.loads(path.read_text()) if path.exists() else {"date": now_iso(), "host": host_info()}
+    results["ros2"] = dict(ros2, date=now_iso())
+    path.write_text(json.dumps(results, indent=1, default=str))
+    if "latency" in results and "echo" in results and "testbed" in results:
+        text = bench._md(results)
+    else:   # only this part measured here
+        h = results["host"]
+        text = "\n".join([f"# netloop benchmarks ({results['ros2']['date']})", "",
+                          f"Machine: {h['cpu']}, {h['cores']} cores, kernel {h['kernel']} (shared; medians quoted).",
+                          "", "## ROS 2 middlewares", ""] + markdown(ros2))
+    (bench_dir / "bench.md").write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="keep the runs here")
+    ap.add_argument("--quick", action="store_true", help="short runs, no echo rates")
+    ap.add_argument("--bench-dir", help="also write the result into this directory's bench.json and bench.md "
+                                        "(make bench's: bench)")
+    args = ap.parse_args(argv)
+    res = run_all(args.out, args.quick)
+    if args.bench_dir:
+        write_bench(Path(args.bench_dir), res)
+    print(json.dumps(res, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
