@@ -325,3 +325,10 @@ def test_zenoh_warns_of_messages_its_congestion_control_drops():
         {"transport": "zenoh", "link": "wifi6", "flows": [small]}, name="x")) if "zenoh" in w]
     assert not [w for w in experiment_warnings(validate_experiment(
         {"transport": "zenoh", "link": "ethernet", "flows": [big]}, name="x")) if "zenoh" in w]
+
+
+def test_zenoh_warns_that_best_effort_changes_nothing_on_its_wire():
+    cfg = validate_experiment({"transport": "zenoh", "transport_options": {"zenoh": {"qos": "sensor_data"}},
+                               "loop": {"qos": {"reliability": "best_effort"}}}, name="x")
+    (warning,) = [w for w in experiment_warnings(cfg) if "best_effort" in w]
+    assert "loop.qos" in warning and "transport_options.zenoh.qos" in warning and "rmw_zenoh" in warning

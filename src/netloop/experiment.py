@@ -422,10 +422,10 @@ def experiment_warnings(exp: Experiment) -> list[str]:
                        f"queues in the kernel ahead of the small ones it should overtake")
     else:
         capacity = link_capacity_mbit(load_profile(exp.link, exp.link_params))
-    if capacity is None:
-        return out
     from .transports.ros2 import zenoh_drop_warnings  # noqa: PLC0415
     out += zenoh_drop_warnings(exp, capacity)
+    if capacity is None:
+        return out
     for i, flow in enumerate(exp.flows):
         load = link_bits_per_second(flow) * flow.replicas / 1e6
         if load > capacity:
