@@ -81,11 +81,23 @@ def _library() -> Path:
     return paths.DEVEL / "lib" / "libnetloop_ros2.so"
 
 
-@functools.lru_cache(maxsize=None)
+_AVAILABLE: list[tuple[str, ...]] = []
+
+
 def available_middlewares() -> tuple[str, ...] | None:
     """The middlewares the built ``libnetloop_ros2`` has (asked of ``netloop_ros2_info`` when
     built, else read from the library: the DDS libraries it links, the Zenoh shim's symbols);
-    None when nothing is built."""
+    None when nothing is built. A non-empty answer is kept for the process (an empty one, e.g.
+    while the library is being relinked, is asked again)."""
+    if _AVAILABLE:
+        return _AVAILABLE[0]
+    found = _ask_build()
+    if found:
+        _AVAILABLE.append(found)
+    return found
+
+
+def _ask_build() -> tuple[str, ...] | None:
     try:
         info = paths.node_binary("netloop_ros2_info")
     except FileNotFoundError:
