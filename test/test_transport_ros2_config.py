@@ -332,3 +332,18 @@ def test_zenoh_warns_that_best_effort_changes_nothing_on_its_wire():
                                "loop": {"qos": {"reliability": "best_effort"}}}, name="x")
     (warning,) = [w for w in experiment_warnings(cfg) if "best_effort" in w]
     assert "loop.qos" in warning and "transport_options.zenoh.qos" in warning and "rmw_zenoh" in warning
+
+
+def test_transport_all_leaves_out_a_middleware_the_build_lacks_and_says_so(monkeypatch):
+    """`transport: all` on a build without zenoh (no Rust >= 1.75 there) runs every other
+    transport and warns why zenoh is left out; naming zenoh itself is still refused at the run's
+    start (runner.preflight); where nothing is built yet, all eleven words are checked."""
+    monkeypatch.setattr(ros2, "available_middlewares", lambda: ("cyclonedds", "fastdds"))
+    exp = validate_experiment({"transport": "all", "link": "loopback"}, name="all")
+    assert exp.transport == [t for t in transport_names() if t != "zenoh"]
+    warnings = experiment_warnings(exp)
+    assert any(w.startswith("transport all leaves out zenoh: this build has no zenoh") for w in warnings)
+    listed = validate_experiment({"transport": ["tcp", "cyclonedds"], "link": "loopback"}, name="listed")
+    assert not any("leaves out" in w for w in experiment_warnings(listed))
+    monkeypatch.setattr(ros2, "available_middlewares", lambda: None)
+    assert validate_experiment({"transport": "all", "link": "loopback"}, name="all").transport == transport_names()

@@ -22,7 +22,7 @@ from .model import Experiment
 from .schema import Collector, ConfigError, load_yaml, to_dict, validate
 from .testbed import Testbed, load_profile
 from .testbed.profiles import link_capacity_mbit
-from .transports import get_transport, transport_names
+from .transports import get_transport, transport_names, transports_for_all
 
 #: the key under ``sweep:`` whose key paths vary together (one axis of equal-length lists)
 ZIP = "zip"
@@ -189,7 +189,7 @@ def validate_experiment(data: Any, source: str | None = None, name: str | None =
     in. Every cell of a sweep is validated too, so a bad sweep value is refused up front; all
     problems found are raised at once as one ConfigError."""
     if isinstance(data, dict) and data.get("transport") == "all":
-        data = dict(data, transport=transport_names())
+        data = dict(data, transport=transports_for_all())
     exp = _validate_one(data, source, name)
     found = Collector()
     if not _check_sweep(exp.sweep, found):
@@ -406,7 +406,11 @@ def experiment_warnings(exp: Experiment) -> list[str]:
     """Things worth saying before a run that are not errors: flows the link cannot carry; on
     real machines without a known rate, a priority relay that cannot pace."""
     out = []
+    from .transports import left_out_of_all, transports_for_all  # noqa: PLC0415
     from .transports.ros2 import MIDDLEWARES  # noqa: PLC0415
+    left_out = left_out_of_all()
+    if left_out and exp.transport == transports_for_all():
+        out += [f"transport all leaves out {name}: {why}" for name, why in left_out.items()]
     if not any(t in MIDDLEWARES for t in exp.transport):
         qos_keys = (["loop.qos"] if any(v is not None for v in exp.loop.qos.values()) else []) + \
             [f"flows[{i}].qos" for i, f in enumerate(exp.flows) if any(v is not None for v in f.qos.values())]

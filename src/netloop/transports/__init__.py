@@ -68,6 +68,24 @@ def transport_names() -> list[str]:
     return _TRANSPORTS.names()
 
 
+def left_out_of_all() -> dict[str, str]:
+    """The transports ``transport: all`` leaves out on this machine, each with why: the ROS 2
+    middlewares the build lacks (e.g. zenoh where no Rust >= 1.75 was found). Nothing is left out
+    where nothing is built yet: a file is then checked for every word, and the run refuses what
+    is missing before it starts."""
+    from .ros2 import MIDDLEWARES, available_middlewares, missing_middleware  # noqa: PLC0415
+    if available_middlewares() is None:
+        return {}
+    return {name: why for name in MIDDLEWARES for why in [missing_middleware(name)] if why}
+
+
+def transports_for_all() -> list[str]:
+    """What ``transport: all`` means here: every transport the package has, less those this
+    build cannot run (:func:`left_out_of_all`)."""
+    left_out = left_out_of_all()
+    return [name for name in transport_names() if name not in left_out]
+
+
 def get_transport(name: str) -> Transport:
     """A new instance of the transport called ``name`` (one per run: instances are never
     shared); KeyError lists the allowed names."""
