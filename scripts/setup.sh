@@ -18,6 +18,20 @@ common=(build-essential cmake libgtest-dev python3-venv python3-dev iproute2 pro
   ns3 libns3-dev libgsl-dev openssh-server openssh-client rsync faketime ignition-tools libsdformat-dev ruby python3-tk imagemagick x11-utils zlib1g-dev clang-14 libclang-rt-14-dev
   cyclonedds-dev cyclonedds-tools libfastrtps-dev libfastcdr-dev fastddsgen)
 
+# Zenoh (src/zenoh_shim, the zenoh crate) needs Rust >= 1.75. Debian 12's cargo is 1.63; its
+# cargo-web (bookworm main and security) is recent, so it is installed where no cargo >= 1.75 is
+# on this machine (rustup's ~/.cargo/bin counts). Without it the build goes on without zenoh.
+cargo_ok() {
+  local c v
+  for c in "$HOME/.cargo/bin/cargo" "$(command -v cargo || true)"; do
+    [ -n "$c" ] && [ -x "$c" ] || continue
+    v=$("$c" --version 2>/dev/null | sed -n 's/^cargo 1\.\([0-9]*\).*/\1/p')
+    [ -n "$v" ] && [ "$v" -ge 75 ] && return 0
+  done
+  return 1
+}
+if ! cargo_ok && grep -qs 'VERSION_CODENAME=bookworm' /etc/os-release; then common+=(cargo-web); fi
+
 if [ -f /opt/ros/noetic/setup.sh ]; then
   echo "setup: ROS Noetic found in /opt/ros/noetic; using it instead of Debian's ROS packages"
   wanted=("${common[@]}")
