@@ -203,6 +203,16 @@ def test_report_extract_finds_the_first_table_after_the_summary():
                                   "", "*caption*"]
 
 
+def test_report_extract_merges_a_decision_table_per_setting_into_one():
+    report = ("# r\n\n## Summary\n\nbest: a\n\n## Decision table\n\nwhy\n\n### Flow `e`, period=0.1\n\n"
+              "| rank | transport |\n|---|---|\n| 1 | a |\n| 2 | b |\n\n### Flow `e`, period=0.01\n\n"
+              "| rank | transport |\n|---|---|\n| 1 | b |\n\n## Next\n")
+    _, table = docgen.report_extract(report)
+    assert table.splitlines() == ["| setting | rank | transport |", "|---|---|---|",
+                                  "| Flow `e`, period=0.1 | 1 | a |", "| Flow `e`, period=0.1 | 2 | b |",
+                                  "| Flow `e`, period=0.01 | 1 | b |"]
+
+
 def test_check_lists_a_stale_block_and_rewriting_makes_it_current(tmp_path):
     (tmp_path / "docs").mkdir()
     page = tmp_path / "docs" / "transports.md"

@@ -380,6 +380,33 @@ def _first_table(lines: list[str]) -> tuple[int, int] | None:
     return None
 
 
+def _merged_tables(lines: list[str]) -> str | None:
+    """The tables of a report section that stand under '### ' headings (one per sweep setting or
+    flow) as one table, the heading as a first 'setting' column; None unless there are several
+    and they have the same columns."""
+    parts: list[tuple[str, str, list[str]]] = []
+    heading, i = None, 0
+    while i < len(lines):
+        if lines[i].startswith("### "):
+            heading, i = lines[i][4:].strip(), i + 1
+            continue
+        if heading is not None and _is_table_start(lines, i):
+            end = i + 2
+            while end < len(lines) and lines[end].lstrip().startswith("|"):
+                end += 1
+            parts.append((heading, lines[i].strip(), [r.strip() for r in lines[i + 2:end]]))
+            heading, i = None, end
+            continue
+        i += 1
+    if len(parts) < 2 or len({header for _, header, _ in parts}) != 1:
+        return None
+    header = parts[0][1]
+    columns = len(header.strip("|").split("|"))
+    out = [f"| setting {header}", "|---" * (columns + 1) + "|"]
+    out += [f"| {_cell(setting)} {row}" for setting, _, rows in parts for row in rows]
+    return "\n".join(out)
+
+
 def _local_only(text: str) -> str:
     """Text of a report made to stand in docs/: images dropped, links kept as their text
     (a report's links point into its campaign directory, which is not in the repository)."""
@@ -390,13 +417,18 @@ def _local_only(text: str) -> str:
 def report_extract(report_md: str) -> tuple[str, str]:
     """(Summary, decision table) of a report.md: the text of its '## Summary' section without
     any table, and the first table from the Summary on (with a caption line right after it,
-    if any); '' for a part not found."""
+    if any) — or, when the decision table is one table per setting, those merged into one with a
+    'setting' column; '' for a part not found."""
     sections = _sections(report_md)
     at = next((i for i, (h, _) in enumerate(sections) if h.lower().startswith("summary")), None)
     summary_lines = sections[at][1] if at is not None else []
     table = ""
     caption = re.compile(r"\*[^*].*\*$")
-    for _, lines in sections[at if at is not None else 0:]:
+    for heading, lines in sections[at if at is not None else 0:]:
+        merged = _merged_tables(lines) if heading.lower().startswith("decision") else None
+        if merged:
+            table = merged
+            break
         span = _first_table(lines)
         if span:
             start, end = span
