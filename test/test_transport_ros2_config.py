@@ -39,7 +39,6 @@ def started(name, tmp_path, options=None, topics=TOPICS, topic_qos=None, monkeyp
         monkeypatch.setattr(ros2, "missing_middleware", lambda m: None)
         monkeypatch.setattr(ros2, "message_type", lambda d: {"type": d, "md5": "a" * 32, "definition": "uint32 seq\n"})
         monkeypatch.setattr(ros2.paths, "node_binary", lambda n: Path("/devel/lib/netloop") / n)
-        from netloop.ros2 import names  # noqa: F401 - zenoh's type hashes (R2)
     ctx = TransportContext(tmp_path, {h: [] for h in ADDRESS}, dict(ADDRESS), topics=topics,
                            masters={h: f"http://{a}:11311" for h, a in ADDRESS.items()},
                            start=lambda *a: launched.append(a) or object(), options=options or {},
