@@ -12,7 +12,7 @@ Implementations here:
 
 Relay transports (``multi_master = True``: one ROS master per host; the runner calls
 ``start(ctx)`` before the nodes; every relay reports statistics on /netloop_relay/stats
-(``netloop/RelayStats``; mm_sync: JSON in ``std_msgs/String``) and in
+(``netloop/RelayStats``; mm_sync: ``netloop/MasterSyncStats``) and in
 ``records/relay_<process>_stats.jsonl``; ``runs/<id>/transport.json`` records what ran):
   - ``nimbro``, ``nimbro_mixed``: nimbro_topic_transport's sender/receiver pairs (the real
     package when installed, else netloop's ``nimbro_relay``): every topic over UDP
