@@ -12,6 +12,8 @@ JSON-ready dict:
   ``cyclonedds-tools``) on the same links, with the same Cyclone configuration netloop
   generates for its nodes (``netloop.ros2.config.cyclonedds_xml``): the round trip's median per
   second (ddsperf's own figure), the median over the seconds and its half (one way);
+* ``ddsperf_waitset``: the same in ddsperf's waitset mode (one thread hop each way, as a
+  netloop node's hand-over to its event loop);
 * ``goal``: netloop's native Cyclone DDS one-way median over ddsperf's half round trip, per
   link (the goal: at most 1.5).
 
@@ -104,8 +106,11 @@ def parse_ddsperf(text: str) -> list[dict[str, float]]:
     return rows
 
 
-def ddsperf(link: str, seconds: int = 10) -> dict[str, Any]:
-    """``ddsperf ping 50Hz size 4k`` on the robot, ``pong`` on the operator, over ``link``."""
+def ddsperf(link: str, seconds: int = 10, mode: str = "listener") -> dict[str, Any]:
+    """``ddsperf ping 50Hz size 4k`` on the robot, ``pong`` on the operator, over ``link``;
+    ``mode`` ``listener`` (ddsperf's default: answered in Cyclone's receive thread) or
+    ``waitset`` (handed to the application's own thread, one thread hop each way, as a netloop
+    node hands samples to its event loop)."""
     if shutil.which("ddsperf") is None:
         return {"skipped": "ddsperf not installed (Debian's cyclonedds-tools)"}
     from ..testbed import Testbed, load_profile  # noqa: PLC0415
@@ -117,11 +122,11 @@ def ddsperf(link: str, seconds: int = 10) -> dict[str, Any]:
             env = ["env", f"CYCLONEDDS_URI=file://{files[host]}"]
             return tb.exec_prefix(host) + env + ["ddsperf", f"-D{duration}", *args]
 
-        pong = subprocess.Popen(cmd("operator", seconds + 5, "pong"), stdout=subprocess.PIPE,
+        pong = subprocess.Popen(cmd("operator", seconds + 5, "pong", mode), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         try:
             time.sleep(0.5)
-            ping = subprocess.run(cmd("robot", seconds, "ping", "50Hz", "size", "4k"),
+            ping = subprocess.run(cmd("robot", seconds, "ping", "50Hz", "size", "4k", mode),
                                   capture_output=True, text=True, timeout=seconds + 30)
         finally:
             pong.terminate()
@@ -132,7 +137,7 @@ def ddsperf(link: str, seconds: int = 10) -> dict[str, Any]:
         return {"error": f"ddsperf ping printed no round trips (exit {ping.returncode}): {ping.stdout[-400:]}"}
     p50 = statistics.median(r["p50_us"] for r in seconds_rows)
     mean = statistics.median(r["mean_us"] for r in seconds_rows)
-    return {"link": link, "seconds": len(seconds_rows), "round_trips": sum(r["count"] for r in seconds_rows),
+    return {"link": link, "mode": mode, "seconds": len(seconds_rows), "round_trips": sum(r["count"] for r in seconds_rows),
             "rtt_p50_us_median": round(p50, 1), "rtt_mean_us_median": round(mean, 1),
             "rtt_mean_us_range": [min(r["mean_us"] for r in seconds_rows), max(r["mean_us"] for r in seconds_rows)],
             "half_rtt_ms": round(p50 / 2e3, 4), "link_valid": health.get("valid"), "per_second": seconds_rows}
@@ -148,6 +153,7 @@ def run_all(out_dir: Path | str | None = None, quick: bool = False) -> dict[str,
     for link in _links():
         res["latency"][link] = latency(out, link, count=150 if quick else 500)
         res["ddsperf"][link] = ddsperf(link, seconds=4 if quick else 10)
+        res.setdefault("ddsperf_waitset", {})[link] = ddsperf(link, seconds=4 if quick else 10, mode="waitset")
         ours = res["latency"][link].get("cyclonedds", {}).get("D_p50_ms")
         ref = res["ddsperf"][link].get("half_rtt_ms")
         if ours and ref:
@@ -188,6 +194,11 @@ def markdown(r: dict[str, Any]) -> list[str]:
         lines.append(f"| {link} | {d['seconds']} | {d['round_trips']} | {d['rtt_p50_us_median']} | "
                      f"{lo:.0f}–{hi:.0f} | {d['half_rtt_ms']} | {g.get('netloop_cyclonedds_one_way_p50_ms', '–')} | "
                      f"{g.get('ratio', '–')}{' (met)' if g.get('meets_goal') else ' (missed)' if g else ''} |")
+    ws = {link: d for link, d in r.get("ddsperf_waitset", {}).items() if "rtt_p50_us_median" in d}
+    if ws:
+        lines += ["", "The same in ddsperf's waitset mode (each sample handed from Cyclone's receive thread to the "
+                      "application's thread, as a netloop node hands it to its event loop): RTT p50 " +
+                  ", ".join(f"{link} {d['rtt_p50_us_median']} µs" for link, d in ws.items()) + "."]
     if r.get("echo"):
         lines += ["", "Highest echo rate of the RLC plant/controller pair on loopback (< 1 % unanswered, rate "
                       "within 1 %):", "", "| transport | sustained [Hz] | steps (target → achieved, answered) |",
