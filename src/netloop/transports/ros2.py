@@ -39,7 +39,7 @@ from ..ros2 import config as ros2config
 from ..ros2.qos import PROFILES, Qos, override_fields, resolve
 from ..schema import Enum, Int, Map, validate
 from .base import CrossingTopic, Transport, TransportContext
-from .relay_common import TransportError, message_type
+from .relay_common import TransportError, _shorten, message_type
 
 MIDDLEWARES = ("cyclonedds", "fastdds", "zenoh")
 #: ROS_DOMAIN_ID's range (ROS 2: 0..232 on Linux, so that the DDS ports stay below 65536)
@@ -391,13 +391,6 @@ def _topic_overrides(ctx: TransportContext, topic: str) -> dict[str, Any]:
     return ctx.topic_qos.get(topic, {})
 
 
-def _shorten(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: (v[:60] + "..." if k == "definition" and isinstance(v, str) and len(v) > 60 else _shorten(v))
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [_shorten(v) for v in value]
-    return value
 
 
 def read_status(path: Path) -> dict[str, Any] | None:
