@@ -8,29 +8,13 @@
 #include <cstdio>
 #include <cstring>
 
+#include "netloop/json_text.h"
 #include "relay_ros.h"
 
 namespace netloop {
 namespace relay {
 namespace {
 
-/// JSON string literal of `s`.
-std::string jsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 /// Builds one JSON object, members in the order they are added.
 class JsonObject {

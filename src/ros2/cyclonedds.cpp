@@ -23,6 +23,7 @@
 
 #include "netloop/ros2/middleware.h"
 #include "netloop/ros2/names.h"
+#include "live_endpoints.h"
 #include "registry.h"
 
 namespace netloop {
@@ -427,10 +428,8 @@ class CycloneParticipant : public Participant {
       std::lock_guard<std::mutex> lock(counters_->mutex);
       counters_->any_writer = true;
     }
-    auto pub = std::make_unique<CyclonePublisher>(writer, type, counters_, topic_name);
-    std::lock_guard<std::mutex> lock(mutex_);
-    publishers_.insert(pub.get());
-    return std::unique_ptr<Publisher>(new Tracked<CyclonePublisher>(std::move(pub), this));
+    return std::make_unique<TrackedPublisher<CyclonePublisher>>(
+        std::make_unique<CyclonePublisher>(writer, type, counters_, topic_name), &publishers_);
   }
 
   std::unique_ptr<Subscription> createSubscription(const std::string& ros_topic, const std::string& ros_type,
@@ -452,10 +451,8 @@ class CycloneParticipant : public Participant {
       std::lock_guard<std::mutex> lock(counters_->mutex);
       counters_->any_reader = true;
     }
-    auto sub = std::make_unique<CycloneSubscription>(reader, std::move(ctx));
-    std::lock_guard<std::mutex> lock(mutex_);
-    subscriptions_.insert(sub.get());
-    return std::unique_ptr<Subscription>(new TrackedSub(std::move(sub), this));
+    return std::make_unique<TrackedSubscription<CycloneSubscription>>(
+        std::make_unique<CycloneSubscription>(reader, std::move(ctx)), &subscriptions_);
   }
 
   WireStats stats() const override {
@@ -473,11 +470,8 @@ class CycloneParticipant : public Participant {
       any_writer = counters_->any_writer;
       any_reader = counters_->any_reader;
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (auto* p : publishers_) p->read(&rexmit, &throttles);
-      for (auto* s : subscriptions_) s->read(&lost, &rejected);
-    }
+    publishers_.forEach([&](const CyclonePublisher& p) { p.read(&rexmit, &throttles); });
+    subscriptions_.forEach([&](const CycloneSubscription& s) { s.read(&lost, &rejected); });
     if (any_writer) {
       w.retransmit_bytes = rexmit;
       w.throttles = throttles;
@@ -492,36 +486,6 @@ class CycloneParticipant : public Participant {
   std::string middleware() const override { return "cyclonedds"; }
 
  private:
-  // Wrappers that unregister the endpoint from the participant's stats list when destroyed.
-  template <class P>
-  struct Tracked : Publisher {
-    Tracked(std::unique_ptr<P> p, CycloneParticipant* owner) : p_(std::move(p)), owner_(owner) {}
-    ~Tracked() override {
-      {
-        std::lock_guard<std::mutex> lock(owner_->mutex_);
-        owner_->publishers_.erase(p_.get());
-      }
-      p_.reset();
-    }
-    void publish(const std::vector<uint8_t>& cdr) override { p_->publish(cdr); }
-    size_t matched() const override { return p_->matched(); }
-    std::unique_ptr<P> p_;
-    CycloneParticipant* owner_;
-  };
-  struct TrackedSub : Subscription {
-    TrackedSub(std::unique_ptr<CycloneSubscription> s, CycloneParticipant* owner) : s_(std::move(s)), owner_(owner) {}
-    ~TrackedSub() override {
-      {
-        std::lock_guard<std::mutex> lock(owner_->mutex_);
-        owner_->subscriptions_.erase(s_.get());
-      }
-      s_.reset();
-    }
-    size_t matched() const override { return s_->matched(); }
-    std::unique_ptr<CycloneSubscription> s_;
-    CycloneParticipant* owner_;
-  };
-
   dds_entity_t topic_for(const std::string& topic_name, const std::string& ros_type) {
     const std::string type_name = ddsTypeName(ros_type);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -558,8 +522,8 @@ class CycloneParticipant : public Participant {
   mutable std::mutex mutex_;
   std::map<std::string, std::pair<dds_entity_t, std::string>> topics_;
   std::map<std::string, const ddsi_sertype*> sertypes_;
-  std::set<CyclonePublisher*> publishers_;
-  std::set<CycloneSubscription*> subscriptions_;
+  LiveSet<CyclonePublisher> publishers_;
+  LiveSet<CycloneSubscription> subscriptions_;
 };
 
 [[maybe_unused]] const bool kRegistered = registerMiddleware(

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "netloop/json_text.h"
 #include "netloop/loop_node.h"
 #include "netloop/ros2/cdr.h"
 
@@ -78,23 +79,6 @@ uint32_t readU32(const uint8_t* p) {
 
 void writeU32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
-/// JSON string literal.
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 /// Writes `text` to `path` atomically: a temporary file beside it, fsync, rename.
 void writeAtomically(const std::string& path, const std::string& text) {
@@ -463,13 +447,13 @@ void Endpoints::writeStatus(bool final_version) {
   std::lock_guard<std::mutex> lock(mu_);
   if (params_.status_path.empty()) return;
   std::ostringstream o;
-  o << "{\"format\": \"netloop-ros2-status/1\", \"node\": " << quoted(ros::this_node::getName())
-    << ", \"middleware\": " << quoted(params_.middleware) << ", \"domain_id\": " << params_.domain_id
+  o << "{\"format\": \"netloop-ros2-status/1\", \"node\": " << jsonString(ros::this_node::getName())
+    << ", \"middleware\": " << jsonString(params_.middleware) << ", \"domain_id\": " << params_.domain_id
     << ", \"started_ns\": " << started_ns_ << ", \"matched_ns\": " << nsOrNull(matched_ns_.load())
     << ", \"endpoints\": {";
   bool first = true;
   for (const auto& r : records_) {  // as when every endpoint was matched (at exit: never matched)
-    o << (first ? "" : ", ") << quoted(r->topic) << ": "
+    o << (first ? "" : ", ") << jsonString(r->topic) << ": "
       << (r->matched_then >= 0 ? r->matched_then : r->matched.load());
     first = false;
   }
@@ -478,7 +462,7 @@ void Endpoints::writeStatus(bool final_version) {
     o << ", \"matched_at_exit\": {";
     first = true;
     for (const auto& r : records_) {
-      o << (first ? "" : ", ") << quoted(r->topic) << ": " << r->matched.load();
+      o << (first ? "" : ", ") << jsonString(r->topic) << ": " << r->matched.load();
       first = false;
     }
     o << "}";
@@ -486,14 +470,14 @@ void Endpoints::writeStatus(bool final_version) {
     first = true;
     for (const auto& r : records_) {
       if (!r->subscription) continue;
-      o << (first ? "" : ", ") << quoted(r->topic) << ": " << nsOrNull(r->first_rx_ns.load());
+      o << (first ? "" : ", ") << jsonString(r->topic) << ": " << nsOrNull(r->first_rx_ns.load());
       first = false;
     }
     o << "}, \"received\": {";
     first = true;
     for (const auto& r : records_) {
       if (!r->subscription) continue;
-      o << (first ? "" : ", ") << quoted(r->topic) << ": " << r->received.load();
+      o << (first ? "" : ", ") << jsonString(r->topic) << ": " << r->received.load();
       first = false;
     }
     WireStats w;

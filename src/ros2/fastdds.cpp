@@ -49,6 +49,7 @@
 
 #include "netloop/ros2/middleware.h"
 #include "netloop/ros2/names.h"
+#include "live_endpoints.h"
 #include "registry.h"
 
 namespace netloop {
@@ -347,10 +348,8 @@ class FastParticipant : public Participant {
       std::lock_guard<std::mutex> lock(mutex_);
       reader_guids_.insert(guidOf(reader->guid()));
     }
-    auto sub = std::make_unique<FastSubscription>(subscriber_, reader, std::move(listener), counters_);
-    std::lock_guard<std::mutex> lock(mutex_);
-    subscriptions_.insert(sub.get());
-    return std::unique_ptr<Subscription>(new TrackedSub(std::move(sub), this));
+    return std::make_unique<TrackedSubscription<FastSubscription>>(
+        std::make_unique<FastSubscription>(subscriber_, reader, std::move(listener), counters_), &subscriptions_);
   }
 
   WireStats stats() const override {
@@ -365,10 +364,7 @@ class FastParticipant : public Participant {
       rejected = counters_->rejected;
       any_reader = counters_->any_reader;
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (auto* s : subscriptions_) s->read(&lost, &rejected);
-    }
+    subscriptions_.forEach([&](const FastSubscription& s) { s.read(&lost, &rejected); });
     if (any_reader) {
       w.samples_lost = lost;
       w.samples_rejected = rejected;
@@ -383,20 +379,6 @@ class FastParticipant : public Participant {
   std::string middleware() const override { return "fastdds"; }
 
  private:
-  struct TrackedSub : Subscription {
-    TrackedSub(std::unique_ptr<FastSubscription> s, FastParticipant* owner) : s_(std::move(s)), owner_(owner) {}
-    ~TrackedSub() override {
-      {
-        std::lock_guard<std::mutex> lock(owner_->mutex_);
-        owner_->subscriptions_.erase(s_.get());
-      }
-      s_.reset();
-    }
-    size_t matched() const override { return s_->matched(); }
-    std::unique_ptr<FastSubscription> s_;
-    FastParticipant* owner_;
-  };
-
   void enableStatistics() {
 #ifdef FASTDDS_STATISTICS
     namespace st = eprosima::fastdds::statistics;
@@ -453,7 +435,7 @@ class FastParticipant : public Participant {
   mutable std::mutex mutex_;
   std::map<std::string, fdds::Topic*> topics_;
   std::set<std::string> types_;
-  std::set<FastSubscription*> subscriptions_;
+  LiveSet<FastSubscription> subscriptions_;
   std::set<Guid> writer_guids_, reader_guids_;
   // Declared last: destroyed after the destructor has deleted the readers they listen to.
   std::unique_ptr<EntityCountListener> resent_, heartbeats_, acknacks_;
