@@ -31,22 +31,48 @@ def transport_color(name: str) -> str:
     return TRANSPORT_COLORS.get(name) or _FALLBACK[zlib.crc32(name.encode()) % len(_FALLBACK)]
 
 
+def _settled(run: dict) -> bool:
+    t = run.get("step", {}).get("SettlingTime")
+    return t is not None and bool(np.isfinite(t))
+
+
 def transient_end(runs: list[dict], factor: float = 1.5, minimum: float = 1.5) -> float:
     """Where a step-response figure can end: ``factor`` × the longest settling time of the
-    runs and of their baseline (at least ``minimum`` seconds, at most the runs' length), and
-    past the last fault window. A run that did not settle shows the whole run."""
+    runs that settled and of their baseline (at least ``minimum`` seconds, at most the runs'
+    length), and past the last fault window. When no run settled, the whole run."""
     if not runs:
         return minimum
     length = max(float(r["t"][-1]) for r in runs if len(r["t"]))
-    times = [r.get("step", {}).get("SettlingTime") for r in runs] + \
-        [r.get("baseline_step", {}).get("SettlingTime") for r in runs[:1]]
-    if any(t is None or not np.isfinite(t) for t in times):
+    baseline = runs[0].get("baseline_step", {}).get("SettlingTime")
+    times = [r["step"]["SettlingTime"] for r in runs if _settled(r)]
+    if not times or baseline is None or not np.isfinite(baseline):
         return length
-    end = max(minimum, factor * max(times))
+    end = max(minimum, factor * max(times + [baseline]))
     windows = runs[0].get("outage_windows_s") or []
     if windows:
         end = max(end, max(e for _, e in windows) + minimum)
     return min(end, length)
+
+
+def _scale_to_settled(runs: list[dict], end: float, ax, dev) -> None:
+    """When some runs did not settle, scale both panels to the runs that did and the baseline
+    (what they swing beyond is cut at the frame, and the legend says which did not settle), so
+    that one unstable transport does not flatten every other one into a line."""
+    settled = [r for r in runs if _settled(r)]
+    if not settled or len(settled) == len(runs):
+        return
+    ys, devs = [], []
+    for r in settled:
+        t = np.asarray(r["t"], float)
+        keep = t <= end
+        y, b = np.asarray(r["y"], float)[keep], np.asarray(r["baseline_y"], float)[keep]
+        n = min(len(y), len(b))
+        ys += [y, b]
+        devs.append(1e3 * (y[:n] - b[:n]))
+    for axis, values in ((ax, np.concatenate(ys)), (dev, np.concatenate(devs))):
+        lo, hi = float(values.min()), float(values.max())
+        pad = 0.15 * (hi - lo) or 0.1
+        axis.set_ylim(lo - pad, hi + pad)
 
 
 def _on_grid(t, y, grid) -> np.ndarray:
@@ -105,8 +131,10 @@ def step_overlay(runs: Iterable[dict], path: Path, title: str = "RLC loop step r
                 lo, med, hi = values.min(axis=0), np.median(values, axis=0), values.max(axis=0)
                 if len(rs) > 1:
                     axis.fill_between(grid, lo, hi, step="post", color=color, alpha=0.14, lw=0, zorder=2)
-                axis.step(grid, med, where="post", color=color, lw=1.5, zorder=3,
-                          label=f"{transport} ({len(rs)} run{'s' if len(rs) != 1 else ''})" if axis is ax else None)
+                unsettled = sum(not _settled(r) for r in rs)
+                label = f"{transport} ({len(rs)} run{'s' if len(rs) != 1 else ''}" + \
+                    (f", {unsettled} did not settle)" if unsettled else ")")
+                axis.step(grid, med, where="post", color=color, lw=1.5, zorder=3, label=label if axis is ax else None)
         ax.plot([], [], color="0.4", lw=1.5, label="line: median, band: min–max")
     else:
         seen = set()
@@ -119,6 +147,7 @@ def step_overlay(runs: Iterable[dict], path: Path, title: str = "RLC loop step r
             diff_mv = [1e3 * (a - b) for a, b in zip(r["y"][:n], r["baseline_y"][:n])]
             dev.step(r["t"][:n], diff_mv, where="post", color=color, lw=1.1, alpha=0.9, zorder=3)
     ax.set_xlim(-0.02 * end, end)
+    _scale_to_settled(runs, end, ax, dev)
     ax.set_ylabel("capacitor voltage y = Vc [V]")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)

@@ -165,8 +165,29 @@ def test_the_step_figure_is_cropped_and_drawn_per_transport(campaign):
     runs = [{"t": t, "step": {"SettlingTime": s}, "baseline_step": {"SettlingTime": 0.8}} for s in (0.9, 1.6)]
     assert plots.transient_end(runs) == pytest.approx(2.4)                      # 1.5 × the longest settling
     assert plots.transient_end(runs[:1]) == pytest.approx(1.5)                  # at least 1.5 s
-    runs[0]["step"]["SettlingTime"] = float("nan")                              # one did not settle: all of it
+    runs[0]["step"]["SettlingTime"] = float("nan")            # one did not settle: cropped to the others
+    assert plots.transient_end(runs) == pytest.approx(2.4)
+    runs[1]["step"]["SettlingTime"] = float("nan")            # none settled: all of it
     assert plots.transient_end(runs) == pytest.approx(t[-1])
+
+
+def test_an_unstable_transport_does_not_flatten_the_others():
+    """The panels are scaled to the runs that settled (and the baseline); the unstable one is cut
+    at the frame, its legend entry saying it did not settle."""
+    import matplotlib.pyplot as plt
+    t = np.arange(100) * 0.02
+    base = 0.5 * (1 - np.exp(-t / 0.1))
+    calm = {"t": list(t), "y": list(base + 0.01), "baseline_y": list(base), "step": {"SettlingTime": 0.5},
+            "baseline_step": {"SettlingTime": 0.5}}
+    wild = dict(calm, y=list(base + 3 * np.sin(20 * t)), step={"SettlingTime": float("nan")})
+    fig, (ax, dev) = plt.subplots(2, 1)
+    plots._scale_to_settled([calm, wild], 1.5, ax, dev)
+    assert ax.get_ylim()[1] < 1.0 and dev.get_ylim()[1] < 100        # not the ±3 V swing of the unstable run
+    fig2, (ax2, dev2) = plt.subplots(2, 1)
+    plots._scale_to_settled([calm], 1.5, ax2, dev2)                  # all settled: matplotlib's own limits
+    assert ax2.get_ylim() == (0.0, 1.0)
+    plt.close(fig)
+    plt.close(fig2)
 
 
 def test_sig_never_dumps_digits():
