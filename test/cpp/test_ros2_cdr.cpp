@@ -14,9 +14,12 @@
 #include "netloop/ros2/cdr.h"
 #include "netloop/ros2/middleware.h"
 #include "netloop/ros2/names.h"
+#include "ros1_bytes.h"
 
 using namespace netloop::ros2;
 using Bytes = std::vector<uint8_t>;
+using netloop::testing::layoutOf;
+using netloop::testing::serialize;
 
 namespace {
 
@@ -51,22 +54,11 @@ Bytes toRos1(const std::string& type, const std::string& def, const Bytes& cdr) 
 }
 
 template <class M>
-Bytes serialize(const M& m) {
-  Bytes b(ros::serialization::serializationLength(m));
-  ros::serialization::OStream s(b.data(), b.size());
-  ros::serialization::serialize(s, m);
-  return b;
-}
-template <class M>
 M deserialize(const Bytes& b) {
   M m;
   ros::serialization::IStream s(const_cast<uint8_t*>(b.data()), b.size());
   ros::serialization::deserialize(s, m);
   return m;
-}
-template <class M>
-std::shared_ptr<const MessageLayout> layoutOf() {
-  return MessageLayout::parse(ros::message_traits::DataType<M>::value(), ros::message_traits::Definition<M>::value());
 }
 
 }  // namespace

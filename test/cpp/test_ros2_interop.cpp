@@ -18,26 +18,18 @@
 #include <thread>
 
 #include "netloop/LoopSample.h"
+#include "ros1_bytes.h"
 #include "netloop/ros2/cdr.h"
 #include "netloop/ros2/middleware.h"
 #include "netloop_ros2_interop.h"
 
 using namespace netloop::ros2;
 using Bytes = std::vector<uint8_t>;
+using netloop::testing::layoutOf;
+using netloop::testing::serialize;
 
 namespace {
 
-template <class M>
-std::shared_ptr<const MessageLayout> layoutOf() {
-  return MessageLayout::parse(ros::message_traits::DataType<M>::value(), ros::message_traits::Definition<M>::value());
-}
-template <class M>
-Bytes serialize(const M& m) {
-  Bytes b(ros::serialization::serializationLength(m));
-  ros::serialization::OStream s(b.data(), b.size());
-  ros::serialization::serialize(s, m);
-  return b;
-}
 
 class Ros2Interop : public ::testing::Test {
  protected:
