@@ -154,8 +154,9 @@ def test_late_joiner_gets_the_last_samples_only_with_transient_local(tmp_path, m
         if "transient_local" in run_id:   # the publisher's last depth (10) samples (one may be just sent)
             burst = [r for r in late if r[2] - late[0][2] < 0.02e9]
             assert len(burst) >= 10 and len(history) >= 9 and seqs[0] >= 5, late
-        else:                              # volatile: only what was published after it joined
-            assert not history and seqs[0] >= 15, late
+        else:   # volatile: no history; at most the one sample written while the match completed
+            # (Fast DDS delivers it with the match, ~0.1 s late) arrives in the join burst
+            assert len(history) <= 1 and seqs[0] >= 15, late
 
 
 @pytest.mark.root
