@@ -4,7 +4,16 @@ Sources: ``netloop`` and its subpackages in ``src/netloop/``; ``netloop.analysis
 ``netloop.car_driver`` in the top-level folders ``analysis/`` and ``car_driver/``.
 ``catkin_make install`` copies all of them into ``<prefix>/lib/python3/dist-packages/netloop``.
 In the devel space and in a source checkout ``src/netloop/__init__.py`` finds the two folders.
+
+Python: the operator's side (``netloop`` the command, the testbed, the analysis) needs
+Python >= 3.10 on Linux (``python_requires`` below; ``dataclass(kw_only=True)``,
+``os.pidfd_open``). What runs on a robot — the modules :mod:`netloop.robot_side` declares, and
+this file, which catkin runs there at build time — needs only Python 3.8 (Ubuntu 20.04 with ROS
+Noetic), the standard library, PyYAML, rospy and the car's libraries. catkin does not enforce
+``python_requires`` (only pip does), so the robot's catkin build of the same package works.
 """
+from __future__ import annotations
+
 from catkin_pkg.python_setup import generate_distutils_setup
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
@@ -41,4 +50,12 @@ setup(**generate_distutils_setup(
     packages=packages_in("src/netloop", "netloop"),
     package_dir={"": "src"},
     cmdclass={"build_py": BuildWithFolderSubpackages},
+    python_requires=">=3.10",
+    classifiers=[
+        "Operating System :: POSIX :: Linux",
+        "Programming Language :: Python :: 3 :: Only",
+        "Programming Language :: Python :: 3.10",
+        "Programming Language :: Python :: 3.11",
+        "Topic :: Scientific/Engineering",
+    ],
 ))

@@ -16,7 +16,7 @@ import argparse
 import sys
 import time
 
-from netloop.schema import ConfigError
+from netloop.schema_nodes import ConfigError
 
 from .actuators import CalibrationError, Steering
 from .fakes import FakePCA9685Bus

@@ -38,7 +38,7 @@ from netloop.car_driver.hardware import (HardwareError, OpenCVCamera, SMBusI2C,
                                          encode_jpeg, open_gpio)
 from netloop.car_driver.profiles import load_profile
 from netloop.jsonio import write_json_atomic
-from netloop.schema import ConfigError, Enum
+from netloop.schema_nodes import ConfigError, Enum
 
 HARDWARE_KINDS = ("real", "fake")
 

@@ -18,13 +18,14 @@ sheet as far as the driver can observe it:
 Every write is logged in :attr:`writes` with the MODE1 value at the time, so a test can ask
 "was PRE_SCALE written while SLEEP was set?". ``fail = True`` makes every access raise
 ``OSError(121, 'Remote I/O error')``, like a disconnected chip.
+
+Robot-side (Python 3.8, :mod:`netloop.robot_side`): numpy is imported only by
+:class:`FakeCamera`, whose frames are numpy arrays as OpenCV's are.
 """
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-
-import numpy as np
 
 from .hardware import GPIO, Camera, I2CBus
 
@@ -206,6 +207,7 @@ class FakeCamera(Camera):
         self.width, self.height = width, height
         self.frames = 0
         self.closed = False
+        import numpy as np  # noqa: PLC0415 - only the fake camera needs it (a robot may lack it)
         y, x = np.mgrid[0:height, 0:width]
         self._base = np.stack([(x * 255 // max(1, width - 1)),
                                (y * 255 // max(1, height - 1)),

@@ -2,8 +2,8 @@
 
 A profile says where everything is wired (PCA9685 address and channels, GPIO pins, motor
 bridge type and polarity) and the car's geometry and limits. ``load_profile`` validates it
-with :mod:`netloop.schema`; errors name the key and what is allowed, and an unknown profile
-name lists the profiles that exist.
+with :mod:`netloop.schema_nodes`; errors name the key and what is allowed, and an unknown
+profile name lists the profiles that exist.
 
 Servo positions are given in ``unit: ticks`` (PCA9685 counts of 4096 per PWM period, as in
 SunFounder's original code) or ``unit: us`` (pulse width in microseconds).
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from netloop import paths
-from netloop.schema import (Bool, ConfigError, Enum, Int, List, Map, Num, Str, load_yaml,
-                            validate)
+from netloop.schema_nodes import (Bool, ConfigError, Enum, Int, List, Map, Num, Str, load_yaml,
+                                  validate)
 
 from .pca9685 import TICKS, prescale_for
 

@@ -25,6 +25,8 @@ from netloop.car_driver.pca9685 import PCA9685, prescale_for  # noqa: E402
 from netloop.car_driver.profiles import available_profiles, load_profile  # noqa: E402
 from netloop.schema import ConfigError  # noqa: E402
 
+pytestmark = pytest.mark.robot     # robot-side unit tests (pytest -m robot; netloop.robot_side)
+
 MODE1, MODE2, PRESCALE = 0x00, 0x01, 0xFE
 SLEEP, AI, RESTART = 0x10, 0x20, 0x80
 

@@ -1,0 +1,351 @@
+"""The node types of netloop's declarative YAML validation, and the error they raise.
+
+Everything :mod:`netloop.schema` builds on that also runs on a robot (the car driver's
+profiles): :class:`ConfigError`, the nodes (:class:`Num`, :func:`Int`, :class:`Bool`,
+:class:`Str`, :class:`Enum`, :class:`List`, :class:`Map`, :class:`Any_`), :func:`validate`,
+:func:`load_yaml`, :func:`to_dict` and :func:`describe`. Robot-side (see
+:mod:`netloop.robot_side`): Python 3.8, the standard library and PyYAML only. The typed
+sections (``@section`` classes, keyword-only dataclasses, Python >= 3.10) are the operator's,
+in :mod:`netloop.schema`, which re-exports all of this.
+
+Example::
+
+    PLANT = Map({"R": Num(default=1.0, gt=0), "mode": Enum(["a", "b"], default="a")})
+    cfg = validate(PLANT, {"R": 2}, source="exp.yaml")   # -> {"R": 2.0, "mode": "a"}
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import difflib
+import math
+from typing import Any, Callable, Iterable
+
+import yaml
+
+_REQUIRED = object()
+
+
+class ConfigError(ValueError):
+    """Invalid configuration: one or several (key, message) pairs of one document.
+
+    ``key`` is the dotted path of the first problem (``loop.plant.R``), ``message`` what is
+    wrong there and what is allowed, ``source`` the file; ``errors`` holds every problem found
+    (validation goes on after the first one, so a file's problems are reported at once), and
+    ``str()`` gives one line per problem."""
+
+    def __init__(self, key: str, message: str, source: str | None = None,
+                 errors: list[tuple[str, str]] | None = None):
+        self.key, self.message, self.source = key, message, source
+        self.errors = list(errors) if errors else [(key, message)]
+        where = f"{source}: " if source else ""
+        super().__init__("\n".join(f"{where}{k or '<top level>'}: {m}" for k, m in self.errors))
+
+    @classmethod
+    def collect(cls, found: list["ConfigError"], source: str | None = None) -> "ConfigError":
+        """One error holding every problem of ``found`` (in order)."""
+        errors = [e for err in found for e in err.errors]
+        return cls(errors[0][0], errors[0][1], source or found[0].source, errors)
+
+    def rekeyed(self, prefix: str = "", source: str | None = None) -> "ConfigError":
+        """The same problems with ``prefix`` put in front of every key (``loop.teleop.sim`` +
+        ``rate`` -> ``loop.teleop.sim.rate``) and ``source`` set."""
+        def join(key: str) -> str:
+            return f"{prefix}.{key}" if prefix and key else (prefix or key)
+        errors = [(join(k), m) for k, m in self.errors]
+        return ConfigError(errors[0][0], errors[0][1], source or self.source, errors)
+
+
+class Collector:
+    """Gathers ConfigErrors so that validation goes on after the first problem::
+
+        found = Collector()
+        with found.check():
+            validate_something()      # a ConfigError raised here is kept
+        found.raise_if_any(source)
+    """
+
+    def __init__(self):
+        self.found: list[ConfigError] = []
+
+    @contextlib.contextmanager
+    def check(self, prefix: str = ""):
+        try:
+            yield
+        except ConfigError as err:
+            self.found.append(err.rekeyed(prefix) if prefix else err)
+
+    def add(self, key: str, message: str) -> None:
+        self.found.append(ConfigError(key, message))
+
+    def raise_if_any(self, source: str | None = None) -> None:
+        if self.found:
+            raise ConfigError.collect(self.found, source)
+
+
+class Node:
+    """Base of schema nodes: holds the default and the help text."""
+
+    def __init__(self, default: Any = _REQUIRED, doc: str = ""):
+        self.default, self.doc = default, doc
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+    def check(self, value: Any, key: str) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__.lower()
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a mapping", type(None): "nothing (null)"}.get(
+                type(value), type(value).__name__)
+
+
+class Num(Node):
+    """A real number with optional bounds (``ge``/``gt``/``le``/``lt``); NaN and inf are refused."""
+
+    def __init__(self, default: Any = _REQUIRED, doc: str = "", ge=None, gt=None, le=None, lt=None,
+                 integer: bool = False):
+        super().__init__(default, doc)
+        self.ge, self.gt, self.le, self.lt, self.integer = ge, gt, le, lt, integer
+
+    def describe(self) -> str:
+        parts = []
+        for op, bound in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt)):
+            if bound is not None:
+                parts.append(f"{op} {bound}")
+        kind = "an integer" if self.integer else "a number"
+        return kind + (" " + " and ".join(parts) if parts else "")
+
+    def check(self, value, key):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(key, f"expected {self.describe()}, got {_type_name(value)} {value!r}")
+        if self.integer and (isinstance(value, float) and not value.is_integer()):
+            raise ConfigError(key, f"expected {self.describe()}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(key, f"expected {self.describe()}, got {value!r}")
+        ok = ((self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
+              and (self.le is None or value <= self.le) and (self.lt is None or value < self.lt))
+        if not ok:
+            raise ConfigError(key, f"{value!r} is out of range: expected {self.describe()}")
+        return int(value) if self.integer else float(value)
+
+
+def Int(default: Any = _REQUIRED, doc: str = "", **bounds) -> Num:
+    """An integer with optional bounds."""
+    return Num(default, doc, integer=True, **bounds)
+
+
+class Bool(Node):
+    def check(self, value, key):
+        if not isinstance(value, bool):
+            raise ConfigError(key, f"expected true or false, got {_type_name(value)} {value!r}")
+        return value
+
+
+class Str(Node):
+    """A string, optionally non-empty."""
+
+    def __init__(self, default: Any = _REQUIRED, doc: str = "", nonempty: bool = True):
+        super().__init__(default, doc)
+        self.nonempty = nonempty
+
+    def check(self, value, key):
+        if not isinstance(value, str) or (self.nonempty and not value.strip()):
+            raise ConfigError(key, f"expected a non-empty string, got {_type_name(value)} {value!r}")
+        return value
+
+
+def _suggest(word: str, allowed: Iterable[str]) -> str:
+    close = difflib.get_close_matches(str(word), [str(a) for a in allowed], n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+class Enum(Node):
+    """One of a fixed set of strings. ``allowed`` may be a callable, evaluated at check time
+    (so registries that grow, such as link profiles found on disk, stay current)."""
+
+    def __init__(self, allowed: Iterable[str] | Callable[[], Iterable[str]], default: Any = _REQUIRED,
+                 doc: str = "", what: str = "value"):
+        super().__init__(default, doc)
+        self._allowed, self.what = allowed, what
+
+    @property
+    def allowed(self) -> list[str]:
+        return list(self._allowed() if callable(self._allowed) else self._allowed)
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(self.allowed)
+
+    def check(self, value, key):
+        allowed = self.allowed
+        if value not in allowed:
+            raise ConfigError(key, f"unknown {self.what} {value!r}{_suggest(value, allowed)}; "
+                                   f"allowed: {', '.join(allowed)}")
+        return value
+
+
+class List(Node):
+    """A list of items; a single item is accepted where ``scalar_ok`` and wrapped in a list."""
+
+    def __init__(self, item: Node, default: Any = _REQUIRED, doc: str = "", min_len: int = 0,
+                 max_len: int | None = None, scalar_ok: bool = False, unique: bool = False):
+        super().__init__(default, doc)
+        self.item, self.min_len, self.max_len = item, min_len, max_len
+        self.scalar_ok, self.unique = scalar_ok, unique
+
+    def check(self, value, key):
+        if self.scalar_ok and not isinstance(value, list):
+            value = [value]
+        if not isinstance(value, list):
+            raise ConfigError(key, f"expected a list, got {_type_name(value)} {value!r}")
+        if len(value) < self.min_len or (self.max_len is not None and len(value) > self.max_len):
+            size = (f"exactly {self.min_len}" if self.min_len == self.max_len else
+                    f"at least {self.min_len}" + (f" and at most {self.max_len}" if self.max_len else ""))
+            raise ConfigError(key, f"expected {size} items, got {len(value)}")
+        found, out = Collector(), []
+        for i, v in enumerate(value):
+            with found.check():
+                out.append(self.item.check(v, f"{key}[{i}]"))
+        found.raise_if_any()
+        if self.unique and len({repr(v) for v in out}) != len(out):
+            raise ConfigError(key, f"items must be unique, got {out!r}")
+        return out
+
+
+class Map(Node):
+    """A mapping with known keys. Unknown keys are refused with the list of allowed ones,
+    unless ``extra`` gives a schema for free-form values (e.g. per-topic settings). With
+    ``into`` (a callable taking the validated keys, as :func:`netloop.schema.section` sets) the
+    mapping becomes a typed object."""
+
+    def __init__(self, fields: dict[str, Node], default: Any = _REQUIRED, doc: str = "",
+                 extra: Node | None = None, check: Callable[[dict, str], None] | None = None,
+                 into: Callable[..., Any] | None = None):
+        super().__init__(default, doc)
+        self.fields, self.extra, self.post_check, self.into = fields, extra, check, into
+        self.section: type | None = None   # the section class ``into`` builds, if any
+
+    def check(self, value, key):
+        if value is None:
+            value = {}
+        if self.section is not None and isinstance(value, self.section):
+            value = to_dict(value)
+        if not isinstance(value, dict):
+            raise ConfigError(key, f"expected a mapping, got {_type_name(value)} {value!r}")
+        out, found = {}, Collector()
+        for k, v in value.items():
+            sub = f"{key}.{k}" if key else str(k)
+            with found.check():
+                if k in self.fields and v is None and self.fields[k].default is None:
+                    out[k] = None  # an optional key given as null, as validated output holds it
+                elif k in self.fields:
+                    out[k] = self.fields[k].check(v, sub)
+                elif self.extra is not None:
+                    out[k] = self.extra.check(v, sub)
+                else:
+                    raise ConfigError(sub, f"unknown key{_suggest(k, self.fields)}; allowed keys at "
+                                           f"{key or 'the top level'}: {', '.join(self.fields)}")
+        for k, node in self.fields.items():
+            if k in value:
+                continue
+            sub = f"{key}.{k}" if key else k
+            with found.check():
+                if node.required:
+                    raise ConfigError(sub, f"missing required key ({node.describe()})")
+                out[k] = node.check({}, sub) if isinstance(node, Map) and node.default == {} else \
+                    copy.deepcopy(node.default)
+        found.raise_if_any()
+        if self.post_check:
+            self.post_check(out, key)
+        return self.into(**out) if self.into is not None else out
+
+
+def _file_key(f: dataclasses.Field) -> str:
+    return f.metadata.get("name") or f.name
+
+
+
+def to_dict(obj: Any) -> Any:
+    """A section (or a list/dict of them) as plain data: what YAML and JSON files hold."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {_file_key(f): to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return copy.deepcopy(obj)
+
+
+class Any_(Node):
+    """Anything YAML can hold (used sparingly, e.g. for free-form notes)."""
+
+    def check(self, value, key):
+        return value
+
+
+def validate(schema: Node, data: Any, source: str | None = None) -> Any:
+    """Validate ``data`` against ``schema``; returns a copy with defaults, or raises ConfigError."""
+    try:
+        return schema.check(data, "")
+    except ConfigError as err:
+        if err.source is None:
+            raise err.rekeyed(source=source) from None
+        raise
+
+
+def load_yaml(path: str) -> Any:
+    """Read a YAML file, turning I/O and syntax problems into ConfigError."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return yaml.safe_load(f)
+    except FileNotFoundError:
+        raise ConfigError("", "file not found", str(path)) from None
+    except yaml.YAMLError as err:
+        raise ConfigError("", f"not valid YAML: {err}", str(path)) from None
+
+
+def describe(schema: Node, prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """Every key of a schema as (dotted key, what is allowed, default, doc), for reference docs."""
+    rows = []
+    if isinstance(schema, Map):
+        for key, node in schema.fields.items():
+            path = f"{prefix}.{key}" if prefix else key
+            if isinstance(node, Map) and node.fields:
+                rows.append((path, "mapping", "", node.doc))
+                rows += describe(node, path)
+            elif isinstance(node, List) and isinstance(node.item, Map):
+                rows.append((path, "list of mappings", _default_text(node), node.doc))
+                rows += describe(node.item, path + "[]")
+            else:
+                rows.append((path, _allowed_text(node), _default_text(node), node.doc))
+    return rows
+
+
+def _allowed_text(node: Node) -> str:
+    if isinstance(node, List):
+        inner = _allowed_text(node.item)
+        if node.scalar_ok:
+            return f"{inner}, or a list of them"
+        if node.max_len is not None and node.min_len == node.max_len:
+            return f"list of {node.min_len} ({inner})"
+        return f"list of ({inner})"
+    if isinstance(node, Map):
+        return "mapping"
+    if isinstance(node, Bool):
+        return "true or false"
+    if isinstance(node, Str):
+        return "string"
+    if isinstance(node, Any_):
+        return "any"
+    return node.describe()
+
+
+def _default_text(node: Node) -> str:
+    return "(required)" if node.required else ("" if node.default is None else str(node.default))
