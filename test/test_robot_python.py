@@ -6,7 +6,7 @@ What runs on a robot is declared once, in :mod:`netloop.robot_side`. Checked her
   annotations are evaluated for analysis in a file without ``from __future__ import
   annotations`` (there Python 3.8 evaluates them), and netloop's own AST check adds what
   vermin leaves out: ``list[int]``, ``collections.abc.X[...]`` and ``X | Y`` used at run time,
-  and 3.9+ methods (``.removeprefix()``) called on an object whose type vermin cannot see;
+  ``d | {...}``, and 3.9+ methods (``.removeprefix()``) on an object whose type vermin cannot see;
 * that the check catches what Python 3.8 lacks (a sample of 3.9-3.11 features, each one
   reported with its line);
 * the imports of every robot-side file, at any depth (a lazy import runs on the robot too):
@@ -56,7 +56,8 @@ _STDLIB_GENERICS = {"collections.abc", "abc", "collections", "re.Pattern", "re.M
                     "os.PathLike", "contextlib.AbstractContextManager"}
 #: Methods of builtin types that 3.8 lacks; vermin sees them only on a literal or a known type,
 #: these are reported on any object (no 3.8 type of the standard library has them).
-_NEW_METHODS = {"removeprefix": "3.9", "removesuffix": "3.9", "bit_count": "3.10"}
+_NEW_METHODS = {"removeprefix": "3.9", "removesuffix": "3.9", "is_relative_to": "3.9", "with_stem": "3.9",
+                "randbytes": "3.9", "hardlink_to": "3.10", "bit_count": "3.10"}
 
 
 def _files() -> list[Path]:
@@ -102,6 +103,12 @@ def _typeish(node: ast.AST) -> bool:
     return False
 
 
+def _dictish(node: ast.AST) -> bool:
+    """A dict display, comprehension or ``dict(...)`` call: ``|`` on it is a dict union."""
+    return isinstance(node, (ast.Dict, ast.DictComp)) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict")
+
+
 def _dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
@@ -113,7 +120,8 @@ def _dotted(node: ast.AST) -> str:
 def own_findings(path: Path) -> list[str]:
     """What vermin leaves out: ``list[int]`` and ``collections.abc.X[...]`` (3.9) and ``X | Y``
     union types (3.10) that Python evaluates at run time (outside annotations, and inside them
-    where annotations are evaluated: no PEP 563), and 3.9+ methods called on any object."""
+    where annotations are evaluated: no PEP 563), ``|`` on a dict display or ``dict()`` (3.9),
+    and 3.9+ methods called on any object."""
     text = path.read_text(encoding="utf-8")
     tree = ast.parse(text)
     skip = _annotation_nodes(tree) if _postponed(tree) and not _evaluates_annotations(text) else set()
@@ -128,6 +136,10 @@ def own_findings(path: Path) -> list[str]:
         elif (isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr)
               and (_typeish(node.left) or _typeish(node.right))):
             found.append(f"{path}:{node.lineno}: needs Python 3.10: union type `X | Y` evaluated at run time")
+        elif (isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.BitOr)
+              and any(_dictish(side) for side in ((node.left, node.right) if isinstance(node, ast.BinOp)
+                                                  else (node.target, node.value)))):
+            found.append(f"{path}:{node.lineno}: needs Python 3.9: dict union `|` / `|=`")
         elif (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
               and any(_dotted(node.value) == g or _dotted(node.value).startswith(g + ".") for g in _STDLIB_GENERICS)):
             found.append(f"{path}:{node.lineno}: needs Python 3.9: generic {_dotted(node.value)}[...] "
@@ -257,6 +269,8 @@ _TOO_NEW = {
     "    match v:": "3.10",
     '    return "abc".removeprefix("a")': "3.9",
     'merged = {"a": 1} | {"b": 2}': "3.9",
+    'merged_too = merged | {"c": 3}': "3.9",
+    "merged |= dict(d=4)": "3.9",
     "Alias = dict[str, int]": "3.9",
     "ok = isinstance(3, int | str)": "3.10",
     "maybe = int | None": "3.10",
@@ -266,6 +280,7 @@ _TOO_NEW = {
     'with (open("a") as fa, open("b") as fb):': "3.9",
     "except* ValueError:": "3.11",
     '    return s.removesuffix("x"), n.bit_count(), Path(s).is_relative_to("/")': "3.9",
+    '    return path.is_relative_to("/"), path.with_stem("x")': "3.9",
     "Call = collections.abc.Callable[[int], int]": "3.9",
     'proc = subprocess.Popen(["true"], process_group=0)': "3.11",
 }
@@ -319,6 +334,8 @@ def test_the_check_reports_what_python_3_8_lacks(tmp_path):
 
 
         merged = {"a": 1} | {"b": 2}
+        merged_too = merged | {"c": 3}
+        merged |= dict(d=4)
         Alias = dict[str, int]
         ok = isinstance(3, int | str)
         maybe = int | None
@@ -335,6 +352,10 @@ def test_the_check_reports_what_python_3_8_lacks(tmp_path):
 
         def g(s, n):
             return s.removesuffix("x"), n.bit_count(), Path(s).is_relative_to("/")
+
+
+        def h(path):
+            return path.is_relative_to("/"), path.with_stem("x")
 
 
         Call = collections.abc.Callable[[int], int]
