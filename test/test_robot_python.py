@@ -395,6 +395,20 @@ def test_the_operator_side_needs_no_newer_python_than_setup_py_states():
     assert res.returncode == 0 and not lines, res.stdout[-3000:] + res.stderr[-3000:]
 
 
+def test_the_cli_on_an_older_python_says_what_it_needs():
+    """``bin/netloop`` on Python 3.8 (a robot's) stops at once with the minimum and where the
+    robot's set is, rather than failing deep inside on a keyword-only dataclass."""
+    code = ("import runpy, sys; sys.version_info = (3, 8, 10, 'final', 0); sys.version = '3.8.10 (faked)'; "
+            "sys.argv = ['netloop', '--help']; runpy.run_module('netloop', run_name='__main__')")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "needs Python 3.10 or newer (this is 3.8.10)" in res.stderr and "robot_side.py" in res.stderr
+    assert not res.stdout
+    findings = python38_findings([REPO / "src/netloop/__main__.py"])
+    assert not findings, findings           # the guard itself runs on 3.8
+
+
 # --- imports ------------------------------------------------------------------------------------
 
 def _module_of(path: Path) -> str:
