@@ -1,20 +1,35 @@
 # netloop: two commands for a newcomer.
 #   make run    installs what is missing, builds, runs the default experiment, prints the report path
 #   make test   installs what is missing, builds, runs every test (C++ and Python)
-# Others: make setup | build | bench | docs | results | example-report | clean
+#   make robot  on a robot (Raspberry Pi OS / Debian 12, Ubuntu 20.04 with Noetic): installs and builds
+#               only what runs there (scripts/robot_setup.sh, scripts/build.sh --robot)
+# Others: make setup | build | test-robot | bench | docs | results | example-report | clean
 SHELL := /bin/bash
 EXPERIMENT ?= experiments/pound_rlc.yaml
 PYTEST_ARGS ?=
 ENV := source scripts/env.sh &&
 PY := .venv/bin/python
 
-.PHONY: setup build run test test-cpp test-py bench docs results example-report clean
+.PHONY: setup build robot test-robot run test test-cpp test-py bench docs results example-report clean
 
 setup:
 	@scripts/setup.sh
 
 build: setup
 	@scripts/build.sh
+
+# CAMERA=1 also installs OpenCV for the car's USB camera (about 1.4 GB with its libraries on Debian 12).
+CAMERA ?= 0
+robot:
+	@CAMERA=$(CAMERA) scripts/robot_setup.sh
+	@scripts/build.sh --robot
+
+# A robot made only by `make robot` in a clean Debian 12 root (debootstrap; the base root and
+# apt's packages cached in ~/.cache/netloop/robot-root), started as a namespace host with its own
+# sshd, runs the RLC loop and an echo flow over SSH against this machine (root only; .ci/run runs
+# it after make test). MEASURED_TEST_ROBOT
+test-robot: build
+	@$(ENV) NETLOOP_TEST_ROBOT=1 $(PY) -m pytest test/test_robot_install.py $(PYTEST_ARGS)
 
 run: build
 	@$(ENV) bin/netloop run $(EXPERIMENT)

@@ -2,6 +2,9 @@
 # Builds the package with catkin_make. Incremental: a second run only rebuilds what changed.
 #
 #   scripts/build.sh                                 devel space in .build/ws (what `make build` runs)
+#   scripts/build.sh --robot                         a robot's build (what `make robot` runs): only the
+#                                                    nodes that run on a robot (-DNETLOOP_ROBOT_ONLY=ON),
+#                                                    no Zenoh shim, in the same .build/ws
 #   scripts/build.sh --install PREFIX [--workspace DIR]
 #                                                    also `catkin_make install` into PREFIX, building
 #                                                    in DIR (default .build/install-ws)
@@ -12,11 +15,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ws="$root/.build/ws"
 prefix=""
-usage() { echo "usage: scripts/build.sh [--install PREFIX] [--workspace DIR]" >&2; exit 2; }
+robot=OFF
+usage() { echo "usage: scripts/build.sh [--robot] [--install PREFIX] [--workspace DIR]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --install) [ $# -ge 2 ] || usage; prefix=$(realpath -m "$2"); shift 2 ;;
     --workspace) [ $# -ge 2 ] || usage; ws=$(realpath -m "$2"); shift 2 ;;
+    --robot) robot=ON; shift ;;
     *) echo "build: unknown argument '$1'" >&2; usage ;;
   esac
 done
@@ -38,7 +43,9 @@ for c in "$HOME/.cargo/bin/cargo" "$(command -v cargo || true)"; do
   if [ -n "$c" ] && [ -x "$c" ]; then cargo_bin=$c; break; fi
 done
 cargo_minor=$([ -n "$cargo_bin" ] && "$cargo_bin" --version 2>/dev/null | sed -n 's/^cargo 1\.\([0-9]*\).*/\1/p' || true)
-if [ -z "$cargo_bin" ]; then
+if [ "$robot" = ON ]; then
+  :   # a robot's build has no ROS 2 middlewares: no Zenoh shim
+elif [ -z "$cargo_bin" ]; then
   echo "build: warning: cargo not found: building without the zenoh middleware (needs Rust >= 1.75; Debian 12: apt-get install cargo-web)" >&2
 elif [ -z "$cargo_minor" ] || [ "$cargo_minor" -lt 75 ]; then
   echo "build: warning: $("$cargo_bin" --version) is older than the 1.75 zenoh needs: building without the zenoh middleware" >&2
@@ -55,7 +62,9 @@ fi
 if [ -f /opt/ros/noetic/setup.sh ]; then . /opt/ros/noetic/setup.sh; fi
 export PATH="/usr/bin:$PATH"   # Debian's catkin tools run with /usr/bin/python3
 cd "$ws"
-args=(-j"$(nproc)" -DPYTHON_EXECUTABLE="$root/.venv/bin/python" -DCATKIN_ENABLE_TESTING=OFF
+python="$root/.venv/bin/python"
+[ -x "$python" ] || python=/usr/bin/python3
+args=(-j"$(nproc)" -DPYTHON_EXECUTABLE="$python" -DCATKIN_ENABLE_TESTING=OFF -DNETLOOP_ROBOT_ONLY="$robot"
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNETLOOP_ZENOH_SHIM_LIB="$zenoh_target/release/libnetloop_zenoh_shim.a")
 [ -n "$prefix" ] && args+=(-DCMAKE_INSTALL_PREFIX="$prefix" install)
 catkin_make "${args[@]}" > "$log" 2>&1 || {
@@ -63,4 +72,4 @@ catkin_make "${args[@]}" > "$log" 2>&1 || {
   echo "build: catkin_make failed; full log in $log" >&2
   exit 1
 }
-echo "build: ok (devel space: $ws/devel${prefix:+; install space: $prefix})"
+echo "build: ok ($([ "$robot" = ON ] && echo "robot build, ")devel space: $ws/devel${prefix:+; install space: $prefix})"

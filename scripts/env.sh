@@ -6,7 +6,13 @@ _netloop_root=$(cd "$(dirname "${BASH_SOURCE:-$0}")/.." 2>/dev/null && pwd)
 if [ -f /opt/ros/noetic/setup.sh ] && [ -z "${ROS_DISTRO:-}" ]; then
   . /opt/ros/noetic/setup.sh
 fi
-if [ -f "$_netloop_root/.build/ws/devel/setup.sh" ]; then
+# NETLOOP_WORKSPACE: a user's catkin workspace holding netloop (a hosts file's `workspace:`), its
+# devel space, else its install space, instead of this checkout's .build/ws.
+if [ -n "${NETLOOP_WORKSPACE:-}" ] && [ -f "$NETLOOP_WORKSPACE/devel/setup.sh" ]; then
+  _CATKIN_SETUP_DIR="$NETLOOP_WORKSPACE/devel" . "$NETLOOP_WORKSPACE/devel/setup.sh"
+elif [ -n "${NETLOOP_WORKSPACE:-}" ] && [ -f "$NETLOOP_WORKSPACE/install/setup.sh" ]; then
+  _CATKIN_SETUP_DIR="$NETLOOP_WORKSPACE/install" . "$NETLOOP_WORKSPACE/install/setup.sh"
+elif [ -f "$_netloop_root/.build/ws/devel/setup.sh" ]; then
   _CATKIN_SETUP_DIR="$_netloop_root/.build/ws/devel" . "$_netloop_root/.build/ws/devel/setup.sh"
 fi
 export PATH="/usr/bin:$PATH"

@@ -1,0 +1,41 @@
+# cmake -DSOURCE=<netloop's sources> -DOUT=<file> -DROBOT_ONLY=<ON|OFF> [-DREVISION=<commit>]
+#   -P build_info.cmake
+# Writes what a machine's check reads (src/netloop/machine_check.py): the git revision of the
+# sources (REVISION when given, else `git rev-parse HEAD`, else "unknown"), whether tracked files
+# had changes, and whether this is a robot build. The file is rewritten only when it changes.
+set(revision "${REVISION}")
+set(dirty "unknown")
+find_program(GIT git)
+if(GIT AND EXISTS "${SOURCE}/.git")
+  if(revision STREQUAL "")
+    execute_process(COMMAND ${GIT} -C "${SOURCE}" rev-parse HEAD OUTPUT_VARIABLE revision
+                    RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(NOT rc EQUAL 0)
+      set(revision "")
+    endif()
+  endif()
+  execute_process(COMMAND ${GIT} --no-optional-locks -C "${SOURCE}" status --porcelain --untracked-files=no
+                  OUTPUT_VARIABLE changes RESULT_VARIABLE rc ERROR_QUIET)
+  if(rc EQUAL 0)
+    if(changes STREQUAL "")
+      set(dirty 0)
+    else()
+      set(dirty 1)
+    endif()
+  endif()
+endif()
+if(revision STREQUAL "")
+  set(revision "unknown")
+endif()
+if(ROBOT_ONLY)
+  set(robot 1)
+else()
+  set(robot 0)
+endif()
+set(text "revision=${revision}\ndirty=${dirty}\nrobot_only=${robot}\nsource=${SOURCE}\n")
+if(EXISTS "${OUT}")
+  file(READ "${OUT}" old)
+endif()
+if(NOT "${old}" STREQUAL "${text}")
+  file(WRITE "${OUT}" "${text}")
+endif()

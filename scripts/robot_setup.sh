@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Installs what a robot needs and is missing (`make robot` runs it, then scripts/build.sh --robot);
+# a second run installs nothing. Only what runs on a robot: ROS 1's roscpp, rospy and roslaunch
+# with the message packages the nodes use, a C++ compiler and CMake for the loop, flow and relay
+# nodes, the robot-side Python's PyYAML, and the car's libraries (I2C, GPIO, the USB camera).
+# No ns-3, ROS 2 middlewares, Rust, simulator, plotting or test tools.
+#   - Raspberry Pi OS bookworm / Debian 12: Debian's ROS 1 packages.
+#   - Ubuntu 20.04 with ROS Noetic in /opt/ros/noetic: Noetic's packages (ros-noetic-*) instead.
+#   - .venv: a light virtual environment made from /usr/bin/python3 with --system-site-packages
+#     (apt's packages stay visible); it holds only the car libraries of requirements-robot.txt that
+#     apt does not provide (none on Debian 12). The robot's nodes run with its Python.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+common=(build-essential cmake zlib1g-dev python3-venv python3-yaml python3-numpy procps)
+ros_debian=(catkin libroscpp-dev ros-message-generation ros-message-runtime libstd-msgs-dev libsensor-msgs-dev
+  libtopic-tools-dev python3-rospy python3-roslaunch python3-rosmaster python3-std-msgs python3-sensor-msgs
+  python3-geometry-msgs python3-nav-msgs python3-catkin-pkg)
+ros_noetic=(ros-noetic-ros-core ros-noetic-message-generation ros-noetic-message-runtime ros-noetic-std-msgs
+  ros-noetic-sensor-msgs ros-noetic-geometry-msgs ros-noetic-nav-msgs ros-noetic-topic-tools)
+# The car (car_driver/hardware.py): smbus2 for the PCA9685, lgpio or gpiozero for the motor pins,
+# i2c-tools to see the board. Installed where apt has them; a Python library apt lacks comes from
+# requirements-robot.txt into .venv. The USB camera needs OpenCV, whose Debian package brings
+# about 1.4 GB of libraries (GDAL, VTK, Qt): only with CAMERA=1 (`make robot CAMERA=1`).
+car=(python3-smbus2 python3-lgpio python3-gpiozero i2c-tools)
+[ "${CAMERA:-0}" = 1 ] && car+=(python3-opencv)
+
+if [ -f /opt/ros/noetic/setup.sh ]; then
+  echo "robot_setup: ROS Noetic found in /opt/ros/noetic; using its packages instead of Debian's ROS packages"
+  wanted=("${common[@]}" "${ros_noetic[@]}")
+else
+  wanted=("${common[@]}" "${ros_debian[@]}")
+fi
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+missing=()
+for pkg in "${wanted[@]}" "${car[@]}"; do installed "$pkg" || missing+=("$pkg"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then SUDO=sudo; else
+      echo "robot_setup: these packages are missing and installing them needs root: ${missing[*]}" >&2
+      exit 1
+    fi
+  else SUDO=""; fi
+  $SUDO apt-get update -q
+  # the car's packages only where this system's apt has them (python3-lgpio: Raspberry Pi OS)
+  install=()
+  for pkg in "${missing[@]}"; do
+    case " ${car[*]} " in
+      *" $pkg "*) apt-cache show "$pkg" >/dev/null 2>&1 || { echo "robot_setup: apt has no $pkg here (skipped)"; continue; } ;;
+    esac
+    install+=("$pkg")
+  done
+  echo "robot_setup: installing packages: ${install[*]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${install[@]}"
+fi
+
+venv=.venv
+if [ ! -x "$venv/bin/python" ]; then
+  echo "robot_setup: creating $venv from /usr/bin/python3 (with system site-packages)"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+fi
+# requirements-robot.txt: a line whose module is importable (from apt) is left out
+want=()
+while read -r line; do
+  spec=${line%%#*}; spec=${spec//[[:space:]]/}
+  [ -n "$spec" ] || continue
+  module=$(sed -n 's/.*#[[:space:]]*\([A-Za-z0-9_]*\):.*/\1/p' <<<"$line")
+  "$venv/bin/python" -c "import ${module:-${spec%%=*}}" 2>/dev/null || want+=("$spec")
+done < requirements-robot.txt
+if [ ${#want[@]} -gt 0 ]; then
+  echo "robot_setup: installing into $venv from PyPI: ${want[*]}"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${want[@]}"
+fi
+echo "robot_setup: all dependencies present"
