@@ -579,6 +579,42 @@ def test_each_robot_module_imports_with_only_the_robots_packages(robot_python, m
 
 @pytest.mark.robot
 @pytest.mark.integration
+def test_mm_sync_runs_as_a_ros_node_with_only_the_robots_packages(robot_python, roscore, tmp_path):
+    """The multimaster transport's sync as a robot runs it (``python -m
+    netloop.transports.mm_sync``): the transports package does not pull the operator's side in;
+    it reads its master, reports statistics (netloop/MasterSyncStats from the build's messages)
+    and ends on SIGINT."""
+    argv, env, refused = robot_python
+    env.update(roscore.env, ROS_MASTER_URI=roscore.uri, ROS_IP="127.0.0.1", NETLOOP_ROBOT_SYSTEM="1",
+               PYTHONPATH=str(paths.DEVEL / "lib/python3/dist-packages"))
+    stats = tmp_path / "mm_sync_robot.jsonl"
+    roscore.set_params({"host": "robot", "address": "127.0.0.1", "domain": str(tmp_path), "discovery": "static",
+                        "port": 0, "peers": [], "allowed_peers": ["127.0.0.1"], "heartbeat_hz": 10.0,
+                        "sync_interval": 0.1, "stats_period": 0.2, "stats_path": str(stats)}, "/mm_sync_robot")
+    with open(tmp_path / "mm_sync.log", "wb") as log:
+        proc = subprocess.Popen(argv + ["netloop.transports.mm_sync", "__name:=mm_sync_robot"], env=env,
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (stats.exists() and stats.read_text().count("\n") >= 2) and time.monotonic() < deadline:
+            assert proc.poll() is None, (tmp_path / "mm_sync.log").read_text()[-3000:]
+            time.sleep(0.1)
+        lines = stats.read_text().splitlines() if stats.exists() else []
+        assert len(lines) >= 2, (tmp_path / "mm_sync.log").read_text()[-3000:]
+        report = json.loads(lines[-1])
+        assert report["host"] == "robot" and report["peers"] == {}, report
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=20) == 0, (tmp_path / "mm_sync.log").read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert not refused.exists(), f"mm_sync tried to import {refused.read_text().split()}"
+
+
+@pytest.mark.robot
+@pytest.mark.integration
 def test_the_car_node_runs_as_a_ros_node_with_only_the_robots_packages(robot_python, roscore, tmp_path):
     """car_node.py as launch/car.launch starts it on the car, against a real roscore, with the
     system's rospy and messages and nothing of the operator's: it drives on cmd_vel, the
