@@ -14,7 +14,9 @@ What runs on a robot is declared once, in :mod:`netloop.robot_side`. Checked her
 * each robot-side module imported in a fresh interpreter that can import nothing but the
   standard library, PyYAML and the declared modules (the import closure, not only the list);
 * the robot-side programs run there too (marker ``robot``: ``pytest -m robot``): the remote
-  wrapper, the clock server, the car driver on fake hardware, the calibration tool.
+  wrapper, the clock server, the car driver on fake hardware, the calibration tool, and, with
+  the system's rospy and messages allowed as a robot has them, car_node.py and mm_sync as ROS
+  nodes against a real roscore.
 
 No Python 3.8 interpreter runs these: Debian 12 has none and only package registries are
 reachable here, so the check is static (vermin) plus the import closure on this machine's
