@@ -23,10 +23,22 @@ waits for it before the next. ``message_ack: false`` / ``tcp_nodelay: true`` giv
 Nagle-free relay instead (netloop's own relay only).
 
 Implementations: when ``nimbro_topic_transport`` is installed (ROS Noetic:
-/opt/ros/noetic/share/nimbro_topic_transport), its ``udp_sender``/``udp_receiver``,
-``tcp_sender``/``tcp_receiver`` nodes are started with generated parameters
-(``destination_addr``, ``destination_port``, ``port``, ``topics: [{name, rate, compress,
-type}]``); nimbro's receivers advertise a topic only when its first message arrives, so a
+/opt/ros/noetic/share/nimbro_topic_transport, or a catkin workspace rospack finds), it is
+started with generated parameters, in whichever of its two variants is installed
+(:func:`nimbro_variant`):
+
+  ``master``   (AIS-Bonn/nimbro_network@7e1de20; needs Qt4 to build, which Noetic's Ubuntu 20.04
+               lacks) ``udp_sender``/``udp_receiver``, ``tcp_sender``/``tcp_receiver``: one sender
+               per protocol and destination (``destination_addr``, ``destination_port``,
+               ``topics: [{name, rate, compress, type}]``), one receiver per protocol and host
+               (``port``);
+  ``develop``  (the branch that builds on Noetic, AIS-Bonn/nimbro_network@ed6683b) ``sender`` and
+               ``receiver``: one sender per destination carrying both protocols
+               (``destination_addr``, ``port``, ``udp_topics``/``tcp_topics: [{name, rate,
+               compress}]``), one receiver per host listening for UDP and TCP on the same
+               ``port``. Its sender applies ``rate`` to TCP topics too, compresses with zstd.
+
+Either variant's receivers advertise a topic only once something about it arrives, so a
 placeholder publisher (``flow_sink`` in relay mode, which never publishes) advertises each
 relayed topic at start, so that the loop's plant sees its ``u`` publisher and starts.
 Otherwise (always on Debian 12) netloop's own ``nimbro_relay`` (src/relays/nimbro_relay.cpp)
@@ -68,8 +80,29 @@ OPTIONS = Map({
 })
 
 
+#: nimbro_topic_transport's variants: the node executables each installs
+VARIANTS = {"master": ("udp_sender", "udp_receiver", "tcp_sender", "tcp_receiver"),
+            "develop": ("sender", "receiver")}
+#: what a missing nimbro_topic_transport needs, said when ``implementation: nimbro`` finds none
+NIMBRO_NEEDED = ("build AIS-Bonn/nimbro_network in a catkin workspace on the machines and source it: on ROS Noetic "
+                 "its develop branch (nodes sender/receiver; the master branch's udp_sender needs Qt4, which "
+                 "Noetic's Ubuntu 20.04 lacks), elsewhere either branch")
+
+
+def nimbro_variant(executable: Callable[[str], Path | None] = lambda n: ros_executable(NIMBRO_PACKAGE, n),
+                   package: Callable[[], Path | None] = lambda: find_ros_package(NIMBRO_PACKAGE)) -> str | None:
+    """``master`` or ``develop``: the variant of nimbro_topic_transport installed here (master's
+    nodes first when a workspace somehow has both), or None."""
+    if package() is None:
+        return None
+    for variant, nodes in VARIANTS.items():
+        if all(executable(n) is not None for n in nodes):
+            return variant
+    return None
+
+
 def nimbro_installed() -> bool:
-    return find_ros_package(NIMBRO_PACKAGE) is not None and ros_executable(NIMBRO_PACKAGE, "udp_sender") is not None
+    return nimbro_variant() is not None
 
 
 def topic_protocol(topic: CrossingTopic, options: dict[str, Any], mixed: bool) -> str:
@@ -90,12 +123,13 @@ NIMBRO_UDP_NAME_CHARS = 63
 
 
 def check_nimbro_limits(topics: list[CrossingTopic], options: dict[str, Any], mixed: bool,
-                        type_of: Callable[[str], dict | None]) -> None:
-    """Refuse what nimbro_topic_transport (AIS-Bonn/nimbro_network@7e1de20, the master branch
-    with udp_sender/udp_receiver/tcp_sender/tcp_receiver) cannot carry, naming the key:
-    a topic name or type longer than its UDP header holds, a ``rate`` on a TCP topic (its
-    tcp_sender reads no rate), and a message type unknown here (its receivers look the type up
-    with ``rosmsg md5``/``rosmsg show`` on the receiving host and drop what they cannot find)."""
+                        type_of: Callable[[str], dict | None], variant: str = "master") -> None:
+    """Refuse what nimbro_topic_transport cannot carry, naming the key: a topic name or type
+    longer than its UDP header holds (both variants: char[64]), a ``rate`` on a TCP topic
+    (master's tcp_sender reads no rate; develop's sender limits every topic), another TCP
+    behaviour than stop-and-wait with Nagle (both), and a message type unknown here (the
+    receivers look the type up on the receiving host — master with ``rosmsg``, develop with its
+    get_msg_def.py — and cannot publish what they do not find)."""
     for t in topics:
         proto = topic_protocol(t, options, mixed)
         key = f"transport_options.nimbro.topics.{t.topic}"
@@ -105,7 +139,7 @@ def check_nimbro_limits(topics: list[CrossingTopic], options: dict[str, Any], mi
                     raise TransportError(f"{key}: {what} '{text}' has {len(text)} characters; nimbro_topic_transport's "
                                          f"UDP header holds at most {NIMBRO_UDP_NAME_CHARS} (use protocol: tcp or "
                                          "implementation: own)")
-        if proto == "tcp" and options["topics"].get(t.topic, {}).get("rate"):
+        if proto == "tcp" and variant == "master" and options["topics"].get(t.topic, {}).get("rate"):
             raise TransportError(f"{key}.rate: nimbro_topic_transport's tcp_sender has no rate limit (it reads only "
                                  "name, compress, type, enable); use protocol: udp, no rate, or implementation: own")
         if proto == "tcp":
@@ -123,12 +157,15 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
          mixed: bool, implementation: str, records: Path,
          node_binary: Callable[[str], Path] = paths.node_binary,
          nimbro_binary: Callable[[str], Path | None] = lambda n: ros_executable(NIMBRO_PACKAGE, n),
-         type_of: Callable[[str], dict | None] = message_type) -> list[dict[str, Any]]:
+         type_of: Callable[[str], dict | None] = message_type, variant: str = "master") -> list[dict[str, Any]]:
     """The processes to start: [{name, host, argv, params, own}] — receivers first, then
     senders (then, for nimbro_topic_transport, the placeholder publishers). Pure: it starts
-    nothing, so the configuration generated for the real nimbro is tested here too."""
+    nothing, so the configuration generated for the real nimbro is tested here too.
+    ``variant`` (implementation ``nimbro`` only): nimbro_topic_transport's ``master`` or ``develop``."""
     if implementation == "nimbro":
-        check_nimbro_limits(topics, options, mixed, type_of)
+        if variant not in VARIANTS:
+            raise TransportError(f"unknown nimbro_topic_transport variant {variant!r}; known: {', '.join(VARIANTS)}")
+        check_nimbro_limits(topics, options, mixed, type_of, variant)
     receivers: dict[tuple[str, str], list[CrossingTopic]] = {}
     senders: dict[tuple[str, str, str], list[CrossingTopic]] = {}
     for t in topics:
@@ -139,13 +176,15 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
     def port_of(host: str, proto: str) -> int:
         return ports[host] + (1 if proto == "tcp" else 0)
 
-    def topic_entry(t: CrossingTopic, full_type: bool) -> dict[str, Any]:
+    def topic_entry(t: CrossingTopic, full_type: bool, with_type: bool = True) -> dict[str, Any]:
         opts = options["topics"].get(t.topic, {})
         entry: dict[str, Any] = {"name": t.topic}
         if opts.get("rate"):
             entry["rate"] = float(opts["rate"])
         if opts.get("compress"):
             entry["compress"] = True
+        if not with_type:   # develop's sender learns the type from the master and the messages
+            return entry
         entry["type"] = t.datatype
         if full_type:
             info = type_of(t.datatype)
@@ -164,7 +203,11 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
         return str(exe)
 
     out = []
-    for (host, proto), ts in sorted(receivers.items()):
+    develop = implementation == "nimbro" and variant == "develop"
+    if develop:   # one sender per pair of hosts, one receiver per host
+        out += _develop_relays(topics, address, ports, options, mixed, binary,
+                               lambda t: topic_entry(t, False, with_type=False))
+    for (host, proto), ts in (sorted(receivers.items()) if not develop else ()):
         name = f"nimbro_{proto}_receiver_{host}"
         params: dict[str, Any] = {"port": port_of(host, proto)}
         if implementation == "own":
@@ -178,7 +221,7 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
                 params["message_ack"] = options["message_ack"]
         out.append({"name": name, "host": host, "argv": [binary(f"{proto}_receiver"), f"__name:={name}"],
                     "params": params, "own": implementation == "own"})
-    for (src, dst, proto), ts in sorted(senders.items()):
+    for (src, dst, proto), ts in (sorted(senders.items()) if not develop else ()):
         name = f"nimbro_{proto}_sender_{src}_to_{dst}"
         params = {"destination_addr": address[dst], "destination_port": port_of(dst, proto),
                   "topics": [topic_entry(t, implementation == "own") for t in ts]}
@@ -203,6 +246,29 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
     return out
 
 
+def _develop_relays(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int],
+                    options: dict[str, Any], mixed: bool, binary: Callable[[str], str],
+                    entry: Callable[[CrossingTopic], dict[str, Any]]) -> list[dict[str, Any]]:
+    """nimbro_topic_transport's develop variant: one ``receiver`` per receiving host (UDP and TCP
+    on ``port``: src/receiver/udp_receiver.cpp and tcp_receiver.cpp read ~port), then one
+    ``sender`` per pair of hosts with ``destination_addr``, ``port`` and the topic lists
+    ``udp_topics``/``tcp_topics`` (src/sender/sender.cpp, udp_sender.cpp, tcp_sender.cpp)."""
+    out = []
+    for host in sorted({t.dest_host for t in topics}):
+        name = f"nimbro_receiver_{host}"
+        out.append({"name": name, "host": host, "argv": [binary("receiver"), f"__name:={name}"],
+                    "params": {"port": ports[host]}, "own": False})
+    pairs: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    for t in topics:
+        lists = pairs.setdefault((t.source_host, t.dest_host), {})
+        lists.setdefault(f"{topic_protocol(t, options, mixed)}_topics", []).append(entry(t))
+    for (src, dst), lists in sorted(pairs.items()):
+        name = f"nimbro_sender_{src}_to_{dst}"
+        out.append({"name": name, "host": src, "argv": [binary("sender"), f"__name:={name}"],
+                    "params": {"destination_addr": address[dst], "port": ports[dst], **lists}, "own": False})
+    return out
+
+
 class NimbroTransport(RelayTransport):
     options_schema = OPTIONS
 
@@ -222,17 +288,28 @@ class NimbroTransport(RelayTransport):
     def start(self, ctx: TransportContext) -> None:
         options = self._begin(ctx)
         impl = options["implementation"]
+        self.variant = nimbro_variant()
         if impl == "auto":
-            impl = self.detect_implementation()
-        elif impl == "nimbro" and not nimbro_installed():
-            raise TransportError(f"transport_options.{self.name}.implementation is 'nimbro' but {NIMBRO_PACKAGE} "
-                                 "is not installed (looked in /opt/ros/noetic/share and with rospack)")
+            impl = "nimbro" if self.variant else "own"
+        elif impl == "nimbro" and self.variant is None:
+            where = find_ros_package(NIMBRO_PACKAGE)
+            found = (f"{NIMBRO_PACKAGE} is at {where} but has neither master's nodes "
+                     f"({', '.join(VARIANTS['master'])}) nor develop's ({', '.join(VARIANTS['develop'])}): is it "
+                     "built?" if where else f"{NIMBRO_PACKAGE} is not installed (looked in /opt/ros/noetic/share "
+                                            "and with rospack)")
+            raise TransportError(f"transport_options.{self.name}.implementation is 'nimbro' but {found}; "
+                                 f"{NIMBRO_NEEDED}; or use implementation: own")
         self.implementation = impl
         ports = host_ports(ctx, options["port"], per_host=2)
-        for spec in plan(ctx.topics, ctx.address, ports, options, self.mixed, impl, Path(ctx.run_dir) / "records"):
+        for spec in plan(ctx.topics, ctx.address, ports, options, self.mixed, impl, Path(ctx.run_dir) / "records",
+                         variant=self.variant or "master"):
             self._launch(spec)
         self._write_record()
 
     def metadata(self):
         threshold = self.options.get("threshold_bytes", SMALL_MESSAGE_BYTES)
-        return super().metadata() | {"mixed": self.mixed, "threshold_bytes": threshold if self.mixed else None}
+        variant = getattr(self, "variant", None) if self.ctx is not None else nimbro_variant()
+        return super().metadata() | {
+            "mixed": self.mixed, "threshold_bytes": threshold if self.mixed else None,
+            # which nimbro_topic_transport was found here (None: not installed)
+            "nimbro_variant": (f"{variant} ({', '.join(VARIANTS[variant])})" if variant else None)}
