@@ -156,6 +156,7 @@ def own_findings(path: Path) -> list[str]:
 def python38_findings(files: list[Path]) -> list[str]:
     """Every line of ``files`` that Python 3.8 cannot run, as ``file:line: needs Python V:
     feature`` (vermin, then netloop's own run-time typing check); empty when all is 3.8."""
+    assert Path(VERMIN[0]).is_file(), f"{VERMIN[0]} missing: vermin comes with requirements.txt (make build)"
     postponed, evaluated = [], []
     for path in files:
         text = path.read_text(encoding="utf-8")
