@@ -46,6 +46,15 @@ test-py:
 	@echo "== Python unit and integration tests (pytest)"
 	@$(ENV) $(PY) -m pytest test $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests selected"; exit 0; fi; exit $$rc
 
+# The unit tests alone, for the edit loop (a few minutes): no roscore, no nodes, no namespaces,
+# no root, no build step (run `make build` after changing C++ or messages). Every test that starts
+# ROS processes is marked `integration`, every one that needs root `root` (test/conftest.py marks
+# those using the roscore fixture or skipped without root); `make test` runs them all.
+.PHONY: test-fast
+test-fast:
+	@echo "== Python unit tests (pytest -m 'not integration and not root')"
+	@$(ENV) $(PY) -m pytest test -m "not integration and not root" $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests selected"; exit 0; fi; exit $$rc
+
 bench: build
 	@$(ENV) bin/netloop bench --out bench
 

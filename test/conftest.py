@@ -20,6 +20,22 @@ def pytest_configure(config):
         raise pytest.UsageError(f"netloop is not built (missing {', '.join(missing)}): run 'make build' first")
 
 
+#: Fixtures that start ROS processes: a test using one is an integration test.
+_INTEGRATION_FIXTURES = {"roscore", "nothing_left_behind"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks every test that needs root (a ``skipif`` whose reason starts "needs root") as
+    ``root``, and every test using a fixture that starts ROS processes as ``integration``,
+    so that ``-m "not integration and not root"`` (``make test-fast``) selects the unit tests
+    without each module repeating the marks."""
+    for item in items:
+        if any(m.kwargs.get("reason", "").startswith("needs root") for m in item.iter_markers("skipif")):
+            item.add_marker(pytest.mark.root)
+        if _INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.fixture(scope="session")
 def ros_env():
     if shutil.which("roscore", path=rosenv.base_env()["PATH"]) is None:

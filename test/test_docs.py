@@ -351,7 +351,11 @@ def sh_commands(page: str) -> list[tuple[int, str]]:
 
 
 def _collect_commands():
-    return [pytest.param(page, n, command, id=f"{page}:{n}") for page in command_pages()
+    # a documented `netloop run` without --dry-run may run an experiment for real (roscore, nodes)
+    def marks(command):
+        real = re.search(r"netloop run\b", command) and "--dry-run" not in command
+        return [pytest.mark.integration] if real else []
+    return [pytest.param(page, n, command, id=f"{page}:{n}", marks=marks(command)) for page in command_pages()
             for n, command in sh_commands(page)]
 
 

@@ -25,6 +25,7 @@ def _echo(**extra):
             **extra}
 
 
+@pytest.mark.integration
 def test_echo_round_trip_on_loopback(tmp_path):
     _, out = run_campaign(tmp_path, {"transport": ["tcp_nodelay", "udp"], "loop": {"type": "none"},
                                      "flows": [_echo()]}, "echo")

@@ -28,6 +28,7 @@ def test_replica_names_must_not_collide():
         validate_experiment({"flows": [{"name": "n", "replicas": 2}, {"name": "n_2"}]}, name="v")
 
 
+@pytest.mark.integration
 def test_three_node_pairs_each_deliver_their_own_topic(tmp_path):
     _, out = run_campaign(tmp_path, {"transport": "tcp_nodelay", "loop": {"type": "none"}, "flows": [
         {"name": "pair", "size_bytes": 4096, "period": 0.01, "count": 150, "replicas": 3, "start_delay": 0.5}]},
@@ -41,6 +42,7 @@ def test_three_node_pairs_each_deliver_their_own_topic(tmp_path):
         assert f["ok"] and f["sent"] == 150 and f["MDR"] == 1.0, f
 
 
+@pytest.mark.integration
 def test_swept_node_pairs_in_the_report(tmp_path):
     """A sweep over N: one row per N pooling its pairs, the offered load and the bandwidth of
     the N pairs together, the heading naming every N, and the delay against N."""

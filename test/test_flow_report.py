@@ -29,6 +29,7 @@ def swept(tmp_path_factory):
     return out
 
 
+@pytest.mark.integration
 def test_percentiles_in_every_table(swept):
     md = (swept / "report.md").read_text()
     html = (swept / "report.html").read_text()
@@ -47,6 +48,7 @@ def test_percentiles_in_every_table(swept):
         assert float(row["p50 D [ms]"]) <= float(row["p95 D [ms]"]) <= float(row["p99 D [ms]"])
 
 
+@pytest.mark.integration
 def test_heading_names_the_swept_sizes_and_the_echo_round_trip(swept):
     md = (swept / "report.md").read_text()
     assert "## Flow `data` (generic, sizes 256, 16384, 262144 bytes per message (swept), every 20 ms)" in md
@@ -55,6 +57,7 @@ def test_heading_names_the_swept_sizes_and_the_echo_round_trip(swept):
     assert "p95 RTT [ms]" in ping and "p95 D [ms]" not in ping.split("\n## ", 1)[0]
 
 
+@pytest.mark.integration
 def test_size_sweep_gets_its_scaling_figure(swept):
     md = (swept / "report.md").read_text()
     assert "figures/flow_data_scaling.png" in md
@@ -70,6 +73,7 @@ def test_explodes_at_marks_the_first_tenfold_median():
     assert flow_sections.explodes_at(pts[:1]) is None
 
 
+@pytest.mark.integration
 def test_offered_load_and_the_hosts_cpu(swept):
     with open(swept / "flow_data.csv", newline="") as f:
         offered = {r["setting"]: float(r["offered [Mbit/s]"]) for r in csv.DictReader(f)}

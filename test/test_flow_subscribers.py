@@ -34,6 +34,7 @@ def test_sink_names_are_numbered_only_when_several():
     assert [n for n, _, _ in sink_names(three)] == ["flow_img_sink1", "flow_img_sink2", "flow_img_sink3"]
 
 
+@pytest.mark.integration
 def test_three_subscribers_each_receive_every_message(tmp_path):
     _, out = _campaign(tmp_path, {
         "transport": "tcp_nodelay", "loop": {"type": "none"},
