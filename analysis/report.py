@@ -346,7 +346,11 @@ def outages_section(runs: list[RunAnalysis]) -> Section | None:
 
 
 def _clock(m: dict | None) -> str | None:
-    return None if not m else f"{m['offset_ms']:+.3f} ± {m['uncertainty_ms']:.3f}"
+    """offset ± bound, and the statistical uncertainty where the measurement has one."""
+    if not m:
+        return None
+    stat = f" (stat. ± {m['stat_uncertainty_ms']:.3f})" if m.get("stat_uncertainty_ms") is not None else ""
+    return f"{m['offset_ms']:+.3f} ± {m['uncertainty_ms']:.3f}{stat}"
 
 
 def machines_section(runs: list[RunAnalysis]) -> Section | None:
@@ -360,7 +364,9 @@ def machines_section(runs: list[RunAnalysis]) -> Section | None:
     section.p("The hosts were real machines (" + (link.get("description") or "a hosts file") + "): nothing was "
               "emulated. One-way delays are corrected by each machine's clock offset against the operator's, "
               "measured NTP-style over the same network before and after every run and interpolated over it; "
-              "± is the correction's uncertainty (half the round trip of the best exchanges).")
+              "± is the correction's uncertainty, a bound (half the round trip of the best exchanges: it holds "
+              "whatever the path's asymmetry); stat. ± is the statistical uncertainty of the offset (the standard "
+              "error from the spread of those exchanges): how repeatable it is, blind to a constant asymmetry.")
     described = []
     for host, h in link.get("hosts", {}).items():
         net = ", ".join(f"{k} {h[k]}" for k in ("interface", "mtu", "ssid", "tx_bitrate", "signal") if h.get(k))

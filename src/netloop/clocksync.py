@@ -13,7 +13,11 @@ after each run on real machines, :func:`measure` estimates each machine's offset
 
 Whatever the two directions' delays are, the true offset lies within ``rtt / 2`` of the
 estimate; queueing only makes a sample's rtt larger, so the samples with the smallest rtt
-are kept (as NTP's clock filter does) and their largest half-rtt is the stated uncertainty.
+are kept (as NTP's clock filter does) and their largest half-rtt is the stated uncertainty
+(a bound). Beside it, the statistical uncertainty: the standard error of the kept
+exchanges' median offset, from their spread. It says how repeatable the estimate is, not
+how true: a path whose two directions differ by ``a`` shifts every exchange by ``a / 2``,
+which no spread shows and only the bound covers.
 
 The far end is ``python -m netloop.clocksync serve``, started over SSH like every other
 process of a run; it answers until it has been idle for ``--idle`` seconds.
@@ -54,13 +58,34 @@ def offset_sample(t0: int, t1: int, t2: int, t3: int) -> tuple[float, float]:
     return ((t1 - t0) + (t2 - t3)) / 2e9, ((t3 - t0) - (t2 - t1)) / 1e9
 
 
+def estimate(samples: list[tuple[float, float]], keep: float = 0.25) -> dict:
+    """The offset from (offset, rtt) samples in seconds (:func:`offset_sample`): the median offset
+    of the quarter (``keep``, at least 3) with the shortest round trips.
+
+    Returns {'offset_ms', 'uncertainty_ms' (the bound: the largest kept half round trip),
+    'stat_uncertainty_ms' (standard error of that median: 1.2533 sd / sqrt(kept)),
+    'spread_ms' (sd of the kept offsets), 'rtt_min_ms', 'rtt_median_ms', 'samples', 'kept'}."""
+    if not samples:
+        raise ValueError("no exchanges")
+    by_rtt = sorted(samples, key=lambda s: s[1])
+    kept = by_rtt[:max(3, int(len(by_rtt) * keep))]
+    offsets = [o for o, _ in kept]
+    spread = statistics.stdev(offsets) if len(offsets) > 1 else 0.0
+    return {"offset_ms": round(statistics.median(offsets) * 1e3, 4),
+            "uncertainty_ms": round(max(r for _, r in kept) / 2 * 1e3, 4),
+            "stat_uncertainty_ms": round(1.2533 * spread / len(offsets) ** 0.5 * 1e3, 4),
+            "spread_ms": round(spread * 1e3, 4),
+            "rtt_min_ms": round(by_rtt[0][1] * 1e3, 4),
+            "rtt_median_ms": round(statistics.median(r for _, r in samples) * 1e3, 4),
+            "samples": len(samples), "kept": len(kept)}
+
+
 def measure(address: str, port: int, count: int = 16, interval: float = 0.01,
             timeout: float = 0.5, keep: float = 0.25) -> dict:
     """Offset of the clock at ``address`` against this machine's, from ``count`` exchanges.
 
-    Returns {'offset_ms', 'uncertainty_ms', 'rtt_min_ms', 'rtt_median_ms', 'samples',
-    'kept', 'lost', 'at'} ('at': this machine's time.time() in the middle of the exchanges);
-    raises TimeoutError when no reply came at all."""
+    Returns :func:`estimate`'s keys and 'lost', 'at' ('at': this machine's time.time() in the
+    middle of the exchanges); raises TimeoutError when no reply came at all."""
     samples, lost, started = [], 0, time.time()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.settimeout(timeout)
@@ -83,14 +108,7 @@ def measure(address: str, port: int, count: int = 16, interval: float = 0.01,
             time.sleep(interval)
     if not samples:
         raise TimeoutError(f"no answer from the clock server at {address}:{port} ({count} requests)")
-    by_rtt = sorted(samples, key=lambda s: s[1])
-    kept = by_rtt[:max(3, int(len(by_rtt) * keep))]
-    return {"offset_ms": round(statistics.median(o for o, _ in kept) * 1e3, 4),
-            "uncertainty_ms": round(max(r for _, r in kept) / 2 * 1e3, 4),
-            "rtt_min_ms": round(by_rtt[0][1] * 1e3, 4),
-            "rtt_median_ms": round(statistics.median(r for _, r in samples) * 1e3, 4),
-            "samples": len(samples), "kept": len(kept), "lost": lost,
-            "at": round((started + time.time()) / 2, 3)}
+    return {**estimate(samples, keep), "lost": lost, "at": round((started + time.time()) / 2, 3)}
 
 
 def offset_at(before: dict | None, after: dict | None, t: float) -> tuple[float, float] | None:

@@ -4,6 +4,11 @@ Every process is started in its own process group with its output in a log file,
 with PR_SET_PDEATHSIG so that it is terminated even if the process that started it is
 killed with SIGKILL. Stopping sends SIGINT (what roscpp and roslaunch expect), then
 SIGTERM, then SIGKILL, each after a grace period, and only ever to the PIDs started here.
+
+A process started over SSH (``remote``) gets a pipe as its standard input, on which a
+heartbeat thread writes one byte every :data:`HEARTBEAT_S` seconds while it runs: its remote
+end (:mod:`netloop.remote_exec`) stops the node when the heartbeat falls silent, which is
+how a robot notices an operator that vanished with the network.
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +32,8 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+#: seconds between two heartbeat bytes to a remote process (its machine's silence bound is larger)
+HEARTBEAT_S = 1.0
 
 
 @dataclass
@@ -67,6 +75,9 @@ class ProcessGroup:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.processes: list[ManagedProcess] = []
         self._cpu_sampled = 0.0
+        self._stdin_lock = threading.Lock()      # a heartbeat is never written into a pipe being closed
+        self._heartbeat: threading.Thread | None = None
+        self._closing = threading.Event()
 
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None,
               prefix: list[str] | None = None, host: str | None = None, remote: bool = False) -> ManagedProcess:
@@ -81,7 +92,26 @@ class ProcessGroup:
                                      preexec_fn=_die_with_parent, close_fds=True)
         proc = ManagedProcess(name, list(argv), popen, log_path, host=host, remote=remote)
         self.processes.append(proc)
+        if remote:
+            os.set_blocking(popen.stdin.fileno(), False)   # a full pipe skips a beat, never blocks
+            if self._heartbeat is None:
+                self._heartbeat = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
+                self._heartbeat.start()
         return proc
+
+    def _beat(self) -> None:
+        """One byte every HEARTBEAT_S seconds to every remote process still running."""
+        while not self._closing.wait(HEARTBEAT_S):
+            for proc in list(self.processes):
+                if not proc.remote:
+                    continue
+                with self._stdin_lock:
+                    if proc.popen.stdin is None or proc.popen.stdin.closed or proc.popen.returncode is not None:
+                        continue
+                    try:
+                        os.write(proc.popen.stdin.fileno(), b".")
+                    except (BlockingIOError, BrokenPipeError, OSError):
+                        pass
 
     def sample_cpu(self, every: float = 1.0) -> None:
         """Sample the CPU time of every live process, at most once per ``every`` seconds (the
@@ -116,7 +146,8 @@ class ProcessGroup:
         descendants = _descendants(proc.pid)
         if proc.remote and proc.popen.stdin and not proc.popen.stdin.closed:
             try:   # the remote end stops the node (SIGINT, SIGTERM, SIGKILL) and ssh returns its status
-                proc.popen.stdin.close()
+                with self._stdin_lock:
+                    proc.popen.stdin.close()
                 proc.popen.wait(timeout=grace + 6.0)
             except (OSError, subprocess.TimeoutExpired):
                 pass
@@ -141,7 +172,11 @@ class ProcessGroup:
 
     def stop_all(self) -> dict[str, int | None]:
         """Stop every process, the last started first. Returns name -> exit status."""
-        return {p.name: self.stop(p) for p in reversed(self.processes)}
+        out = {p.name: self.stop(p) for p in reversed(self.processes)}
+        self._closing.set()
+        if self._heartbeat is not None:
+            self._heartbeat.join(timeout=HEARTBEAT_S + 1.0)
+        return out
 
     def __enter__(self) -> "ProcessGroup":
         return self
