@@ -242,3 +242,26 @@ def test_implementation_nimbro_without_it_says_what_is_needed(tmp_path):
                            "not installed"), text
     assert "develop branch (nodes sender/receiver" in text and "needs Qt4" in text and "implementation: own" in text
     assert transport.metadata()["nimbro_variant"] is None
+
+
+def test_the_develop_variant_found_is_said_and_started(tmp_path, monkeypatch, capsys):
+    """With nimbro_topic_transport's develop nodes installed (stand-ins here), the transport
+    says which variant runs, starts its receiver and sender, and records the variant."""
+    share = tmp_path / "share" / "nimbro_topic_transport"
+    monkeypatch.setattr(nimbro, "find_ros_package", lambda name: share)
+    monkeypatch.setattr(nimbro, "ros_executable", lambda pkg, n: tmp_path / "lib" / pkg / n
+                        if n in nimbro.VARIANTS["develop"] else None)
+    started = []
+    ctx = TransportContext(run_dir=tmp_path, options={"implementation": "nimbro"},
+                           address=DEV_ADDRESS, topics=DEV_TOPICS[:2],
+                           start=lambda name, host, argv, params: started.append((name, host, argv[0], params)))
+    transport = nimbro.NimbroTransport("nimbro", False, "")
+    transport.start(ctx)
+    said = capsys.readouterr().err
+    assert f"nimbro: nimbro_topic_transport's develop variant (sender, receiver) at {share}" in said, said
+    names = [s[0] for s in started]
+    assert names[:2] == ["nimbro_receiver_operator", "nimbro_receiver_robot"]
+    assert {"nimbro_sender_robot_to_operator", "nimbro_sender_operator_to_robot"} <= set(names)
+    assert all(Path(s[2]).name in ("sender", "receiver", "flow_sink") for s in started)
+    assert transport.metadata()["nimbro_variant"] == "develop (sender, receiver)"
+    assert transport.metadata()["implementation"] == "nimbro"

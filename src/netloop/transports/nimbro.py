@@ -47,6 +47,7 @@ configuration and reports statistics (/netloop_relay/stats, records/relay_<node>
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -300,6 +301,9 @@ class NimbroTransport(RelayTransport):
             raise TransportError(f"transport_options.{self.name}.implementation is 'nimbro' but {found}; "
                                  f"{NIMBRO_NEEDED}; or use implementation: own")
         self.implementation = impl
+        if impl == "nimbro":   # say which of upstream's variants runs (also in transport.json: nimbro_variant)
+            print(f"{self.name}: nimbro_topic_transport's {self.variant} variant ({', '.join(VARIANTS[self.variant])}) "
+                  f"at {find_ros_package(NIMBRO_PACKAGE)}", file=sys.stderr, flush=True)
         ports = host_ports(ctx, options["port"], per_host=2)
         for spec in plan(ctx.topics, ctx.address, ports, options, self.mixed, impl, Path(ctx.run_dir) / "records",
                          variant=self.variant or "master"):
