@@ -25,8 +25,11 @@ SSHD = "/usr/sbin/sshd"
 
 
 class SshLab:
-    def __init__(self, profile: str, tmp: Path, ssh_hosts: tuple[str, ...] = ("robot",)):
+    def __init__(self, profile: str, tmp: Path, ssh_hosts: tuple[str, ...] = ("robot",),
+                 sshd_config: tuple[str, ...] = ()):
+        """``sshd_config``: more lines of every sshd's configuration (e.g. ``MaxStartups 4:100:4``)."""
         self.tmp = Path(tmp)
+        self.sshd_config = sshd_config
         self.testbed = Testbed(load_profile(profile), log_dir=self.tmp / "testbed")
         self.ssh_hosts = ssh_hosts
         self.sshd: dict[str, subprocess.Popen] = {}
@@ -45,8 +48,16 @@ class SshLab:
         return self
 
     def __exit__(self, *exc) -> None:
-        for host in list(self.sshd):
+        hosts = list(self.sshd)
+        for host in hosts:
             self.stop_sshd(host)
+        for host in hosts:   # sessions whose peer went silent outlive the listener: this lab's, ended
+            for pid in self.pids_in(host):
+                try:
+                    if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"sshd:"):
+                        os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
         self.testbed.down()
 
     def _keys(self) -> None:
@@ -64,7 +75,7 @@ class SshLab:
             f"HostKey {self.tmp / 'host_key'}", f"AuthorizedKeysFile {self.tmp / 'authorized_keys'}",
             f"PidFile {self.tmp / f'sshd_{host}.pid'}", "PermitRootLogin prohibit-password",
             "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
-            "PrintMotd no", "Subsystem sftp internal-sftp", ""]))
+            "PrintMotd no", "Subsystem sftp internal-sftp", *self.sshd_config, ""]))
         log = open(self.tmp / f"sshd_{host}.log", "ab")
         self.sshd[host] = subprocess.Popen(self.testbed.exec_prefix(host) + [SSHD, "-D", "-e", "-f", str(config)],
                                            stdout=log, stderr=subprocess.STDOUT)
@@ -126,6 +137,24 @@ class SshLab:
             except OSError:
                 pass
         return [c for c in out if c]
+
+    def netloop_processes_in(self, host: str) -> list[str]:
+        """:meth:`processes_in` without sshd's own (a session whose peer went silent lives on
+        until TCP gives up): what netloop started there."""
+        return [c for c in self.processes_in(host) if not c.startswith("sshd:")]
+
+    def silence(self, hosts: list[str] | None = None, start: float = 0.0, duration: float = 10.0):
+        """A :class:`netloop.faults.FaultSchedule` for this lab's link, from an experiment's
+        ``faults:`` entry (``hosts`` silent for ``duration`` s, ``start`` s after its start());
+        poll() it, and end_all() on the way out."""
+        from netloop.experiment import validate_experiment
+        from netloop.faults import FaultSchedule
+        exp = validate_experiment({"name": "silence", "link": self.testbed.name, "loop": {"type": "none"},
+                                   "duration": start + duration + 1,
+                                   "flows": [{"name": "f", "from": "robot", "to": "operator", "period": 0.1}],
+                                   "faults": [{"at": start, "duration": duration, "hosts": hosts or []}]},
+                                  name="silence")
+        return FaultSchedule(exp.faults, self.testbed, log=lambda _: None)
 
 
 def env_without_ros() -> dict[str, str]:

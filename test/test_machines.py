@@ -1,8 +1,11 @@
-"""Real machines over SSH (netloop.machines): hosts files, the clock offset measurement, and
-whole experiments run through OpenSSH on a lab of namespaces that each run Debian's sshd
-(test/sshlab.py), compared with the same experiments run through namespaces.
+"""Real machines over SSH (netloop.machines): hosts files, the clock offset estimator (made-up
+asymmetric and jittered exchanges) and measurement, the remote wrapper's heartbeat, and whole
+experiments run through OpenSSH on a lab of namespaces that each run Debian's sshd
+(test/sshlab.py): compared with the same experiments run through namespaces, a network
+silenced mid-run, processes left by an earlier run, 32 replicas against a low MaxStartups.
 
-The lab tests need root (namespaces, sshd); the hosts-file and clock tests do not.
+The lab tests need root (namespaces, sshd); the hosts-file, clock and wrapper tests do not
+(those marked ``robot`` are the robot side's: ``pytest -m robot``).
 """
 from __future__ import annotations
 
@@ -110,6 +113,7 @@ def _clock_server(env: dict | None = None) -> tuple[subprocess.Popen, int]:
     return server, int(server.stdout.readline().split()[1])
 
 
+@pytest.mark.robot
 @needs_faketime
 def test_the_offset_of_a_skewed_clock_is_recovered_within_a_millisecond():
     skew = {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": "+0.037"}
@@ -124,21 +128,94 @@ def test_the_offset_of_a_skewed_clock_is_recovered_within_a_millisecond():
     assert m["uncertainty_ms"] < 1.0 and abs(m["offset_ms"] - 37.0) <= m["uncertainty_ms"] + 0.05, m
 
 
+@pytest.mark.robot
 @needs_faketime
 def test_a_drifting_clock_is_seen_as_drift_and_interpolated():
     # 2000 ppm fast (libfaketime's rate, from the server's start): +2 ms per second
     server, port = _clock_server({"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": "+0.037 x1.002"})
     try:
         before = clocksync.measure("127.0.0.1", port)
-        time.sleep(2.0)
+        time.sleep(1.0)
+        middle = clocksync.measure("127.0.0.1", port)
+        time.sleep(1.0)
         after = clocksync.measure("127.0.0.1", port)
     finally:
         server.terminate()
         server.wait()
     assert 1500 < clocksync.drift_ppm(before, after) < 2500, (before, after)
-    middle = (before["at"] + after["at"]) / 2
-    offset, _ = clocksync.offset_at(before, after, middle)
-    assert abs(offset * 1e3 - (before["offset_ms"] + after["offset_ms"]) / 2) < 1e-6
+    # a third measurement between the two: the offset interpolated for its time is what it
+    # measured (the drift over the 1 s to it is 2 ms: a wrong weight or no interpolation fails)
+    assert abs(middle["offset_ms"] - before["offset_ms"]) > 1.0, (before, middle)
+    offset, uncertainty = clocksync.offset_at(before, after, middle["at"])
+    assert abs(offset * 1e3 - middle["offset_ms"]) < 0.3 + middle["uncertainty_ms"], (before, middle, after)
+    assert uncertainty * 1e3 == max(before["uncertainty_ms"], after["uncertainty_ms"])
+
+
+# exchanges made up with known clocks and paths: t1, t2 on the far clock, `offset` ahead
+def _exchanges(offset: float, forward: np.ndarray, back: np.ndarray, turnaround: float = 1e-4):
+    out = []
+    for k, (f, b) in enumerate(zip(forward, back)):
+        t0 = 1_000_000_000 + k * 10_000_000
+        t1 = t0 + int((f + offset) * 1e9)
+        t2 = t1 + int(turnaround * 1e9)
+        t3 = t2 + int((b - offset) * 1e9)
+        out.append(clocksync.offset_sample(t0, t1, t2, t3))
+    return out
+
+
+@pytest.mark.robot
+def test_an_asymmetric_path_shifts_the_offset_by_half_the_asymmetry_within_the_bound():
+    # 3 ms out, 1 ms back, every time: each exchange says 37 + (3 - 1) / 2 = 38 ms
+    m = clocksync.estimate(_exchanges(0.037, np.full(16, 0.003), np.full(16, 0.001)))
+    assert m["offset_ms"] == pytest.approx(38.0, abs=1e-3)
+    assert m["uncertainty_ms"] == pytest.approx(2.0, abs=1e-3)        # half the 4 ms round trip
+    assert abs(m["offset_ms"] - 37.0) <= m["uncertainty_ms"]          # the bound holds the truth ...
+    assert m["stat_uncertainty_ms"] == pytest.approx(0.0, abs=1e-3)   # ... the spread cannot show the bias
+    assert m["kept"] == 4 and m["samples"] == 16
+
+
+@pytest.mark.robot
+def test_jittered_exchanges_keep_the_shortest_round_trips_and_state_their_spread():
+    rng = np.random.default_rng(7)
+    # queueing on the way out only (a busy uplink): 0-20 ms, exponential; 1 ms each way otherwise
+    forward = 0.001 + rng.exponential(0.005, 64).clip(max=0.02)
+    back = np.full(64, 0.001) + rng.exponential(0.0001, 64)
+    samples = _exchanges(-0.012, forward, back)
+    m = clocksync.estimate(samples)
+    kept = sorted(samples, key=lambda s: s[1])[:16]
+    offsets = np.array([o for o, _ in kept])
+    assert m["offset_ms"] == pytest.approx(np.median(offsets) * 1e3, abs=1e-3)
+    assert m["uncertainty_ms"] == pytest.approx(max(r for _, r in kept) / 2 * 1e3, abs=1e-3)
+    assert m["stat_uncertainty_ms"] == pytest.approx(1.2533 * np.std(offsets, ddof=1) / 4 * 1e3, abs=1e-3)
+    assert m["stat_uncertainty_ms"] > 0
+    error = abs(m["offset_ms"] + 12.0)
+    assert error <= m["uncertainty_ms"]
+    # the kept quarter is far closer than all the exchanges together (their mean carries the queueing)
+    assert error < abs(np.mean([o for o, _ in samples]) * 1e3 + 12.0) / 4, m
+
+
+@pytest.mark.robot
+def test_the_bound_holds_the_true_offset_on_any_path():
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(4, 64))
+        forward = rng.uniform(0.0002, 0.004) + rng.exponential(rng.uniform(1e-5, 0.01), n)
+        back = rng.uniform(0.0002, 0.004) + rng.exponential(rng.uniform(1e-5, 0.01), n)
+        true = rng.uniform(-1, 1)
+        m = clocksync.estimate(_exchanges(true, forward, back))
+        assert abs(m["offset_ms"] - true * 1e3) <= m["uncertainty_ms"] + 2e-3, (true, m)
+
+
+@pytest.mark.robot
+def test_the_offset_is_interpolated_over_the_run_and_held_outside_it():
+    before = {"offset_ms": 10.0, "uncertainty_ms": 0.2, "at": 100.0}
+    after = {"offset_ms": 14.0, "uncertainty_ms": 0.5, "at": 200.0}
+    assert clocksync.offset_at(before, after, 125.0) == pytest.approx((0.011, 0.0005))
+    assert clocksync.offset_at(before, after, 50.0) == pytest.approx((0.010, 0.0005))    # before the run
+    assert clocksync.offset_at(before, after, 300.0) == pytest.approx((0.014, 0.0005))   # after it
+    assert clocksync.offset_at(None, after, 125.0) == pytest.approx((0.014, 0.0005))
+    assert clocksync.offset_at(None, None, 125.0) is None
+    assert clocksync.drift_ppm(before, after) == pytest.approx(40.0)
 
 
 # --- the lab: experiments through SSH ---------------------------------------------------------
@@ -222,7 +299,7 @@ def test_an_experiment_through_ssh_gives_what_it_gives_through_namespaces(tmp_pa
         assert fa.MDR == fb.MDR == 1.0 and abs(fa.sent - fb.sent) <= max(2, 0.2 * fb.sent), (fa.sent, fb.sent)
         assert abs(fa.delay["p50_ms"] - fb.delay["p50_ms"]) < max(1.0, 0.5 * fb.delay["p50_ms"]), (fa.delay, fb.delay)
     report = (ssh_campaign / "report.md").read_text()
-    assert "## Machines and clocks" in report and "root@10.77.0.1" in report
+    assert "## Machines and clocks" in report and "root@10.77.0.1" in report and "(stat. ± " in report
 
 
 @needs_root
@@ -438,3 +515,280 @@ def test_sigterm_to_netloop_stops_the_remote_nodes_and_brings_the_records_home(t
     _, run_dir, meta = _the_run(tmp_path)
     assert meta["status"] == "interrupted" and meta["link"]["records_home"]["robot"]["fetched"], meta
     assert 50 < len(read_events(run_dir / "records" / "plant.csv").select("tx", "y")) < 1500
+
+
+# --- the operator vanishes: heartbeat, stale processes ------------------------------------------
+
+def _wait_for(predicate, timeout: float, every: float = 0.1, poll=None):
+    """Wait until ``predicate()`` is true (``poll()`` called meanwhile); its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if poll:
+            poll()
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)
+
+
+def _car_state(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+@needs_root
+@pytest.mark.timeout(400)
+def test_a_silent_network_stops_the_robot_the_driver_first_and_the_next_run_starts_clean(tmp_path):
+    """The network goes silent mid-run (an experiment's faults: on the lab's link): TCP keeps
+    the SSH sessions open, so standard input never ends on the robot; the missing heartbeat
+    stops the car driver (motors and PWM off) and then the other node within the bound, each
+    wrapper records why; the run fails naming it once the records come home (netloop fetch,
+    the network being back), and the next run starts clean."""
+    state = tmp_path / "car_state.json"          # the fake car's registers (same file system)
+    teleop = dict(TELEOP_CAR["loop"]["teleop"], trial={"duration": 60},
+                  sim=dict(TELEOP_CAR["loop"]["teleop"]["sim"], fake_state_file=str(state)))
+    doc = dict(TELEOP_CAR, name="ssh_silence", loop=dict(TELEOP_CAR["loop"], teleop=teleop),
+               flows=TELEOP_CAR["flows"] + [dict(FLOW_ONLY["flows"][0], count=0)])
+    exp = _write(tmp_path, doc)
+    with SshLab("ethernet", tmp_path / "lab") as lab:
+        hosts = lab.hosts_file()                   # heartbeat_timeout: the default, 3 s
+        bound = 3.0 + 1.0 + 3.0 + 1.5              # driver 3 s, the others 1 s later, SIGINT's grace, slack
+        # (without the operator's master a ROS node's shutdown hangs unregistering: SIGKILL ends it)
+        proc = lab.popen_netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(hosts))
+        silence = lab.silence(duration=45.0)     # longer than the run takes to fail and to try fetching
+        try:
+            driving = _wait_for(lambda: (_car_state(state).get("controller") or {}).get("commands", 0) > 20, 120)
+            assert driving, "the trial never drove the car"
+            robot = lab.netloop_processes_in("robot")
+            assert any("car_node.py" in c for c in robot) and any("flow_source" in c for c in robot), robot
+            silence.start()
+            silence.poll()                         # every host silent from now
+            silent_at = silence.records[0]["start"]
+            gone = _wait_for(lambda: not lab.netloop_processes_in("robot"), bound + 5, poll=silence.poll)
+            stopped_after = time.time() - silent_at
+            assert gone, lab.netloop_processes_in("robot")
+            assert stopped_after < bound, stopped_after
+            car = _car_state(state)
+            assert car["controller"]["shut_down"] and not car["controller"]["running"], car   # motors, PWM off
+            assert car["time"] - silent_at < 3.0 + 1.0, car          # on SIGINT, not at the SIGKILL
+            _wait_for(lambda: proc.poll() is not None, 120, poll=silence.poll)
+            _wait_for(lambda: not silence._active, 60, poll=silence.poll)   # the network is back
+        finally:
+            silence.end_all()
+            if proc.poll() is None:
+                proc.kill()
+        out = proc.communicate(timeout=60)[0]
+        assert proc.returncode == 0, out
+        campaign, run_dir, meta = _the_run_of(tmp_path / "out")
+        assert meta["status"] == "failed" and "SSH connection was lost" in meta["error"], meta["error"]
+        # down() ran while the network was still silent: the records stayed on the robot
+        assert not meta["link"]["records_home"]["robot"]["fetched"], meta["link"]["records_home"]
+        assert "records of robot not fetched" in meta["error"] and "netloop fetch" in meta["error"], meta["error"]
+        r = lab.netloop("fetch", str(run_dir), timeout=120)      # the network is back: fetch them again
+        assert r.returncode == 0, r.stdout + r.stderr
+        meta = json.loads((run_dir / "metadata.json").read_text())
+        home = meta["link"]["records_home"]["robot"]
+        assert home["fetched"] and "not fetched" not in meta["error"], meta
+        assert "netloop-remote-exec stopped car_node.py: no heartbeat from the operator for 3 s" in meta["error"]
+        records = {}
+        for path in (run_dir / "logs" / "remote_exec_robot").glob("*.json"):
+            rec = json.loads(path.read_text())
+            records[Path(rec["command"][0]).name] = rec
+        driver, source = records["car_node.py"], records["flow_source"]
+        assert driver["kind"] == source["kind"] == "heartbeat" and driver["run"] == source["run"]
+        assert driver["silence_s"] == 3.0 and source["silence_s"] == 4.0
+        assert driver["signalled"] < source["signalled"] - 0.5                 # the driver first
+        # silence counts from the last heartbeat heard, up to a second before the network went silent
+        assert 2.0 <= driver["signalled"] - silent_at < 3.5, driver
+        assert 3.0 <= source["signalled"] - silent_at < 4.5, source
+        assert max(driver["stopped"], source["stopped"]) - silent_at < bound
+        assert {d["command"] for d in home["stopped_by_watchdog"]} >= {"car_node.py", "flow_source"}
+
+        flow_exp = _write(tmp_path, dict(FLOW_ONLY, flows=[dict(FLOW_ONLY["flows"][0], count=25)]))
+        campaign = _run(lab, flow_exp, tmp_path / "next", "--machines", str(hosts))   # the next run: clean
+        meta = json.loads((campaign / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())
+        assert meta["status"] == "complete", meta.get("error")
+        assert lab.netloop_processes_in("robot") == [] and lab.processes_in("operator") == []
+
+
+def _the_run_of(out: Path) -> tuple[Path, Path, dict]:
+    (campaign,) = [p for p in out.iterdir() if p.is_dir()]
+    (run_dir,) = list((campaign / "runs").iterdir())
+    return campaign, run_dir, json.loads((run_dir / "metadata.json").read_text())
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_processes_of_an_earlier_run_refuse_the_run_until_cleaned(tmp_path):
+    """A wrapper of an earlier run still running on the robot (its session held open, no
+    heartbeat bound): the run is refused with one line naming the machine, the run and the
+    pid; --clean-stale stops it (its node too) and the run goes ahead."""
+    exp = _write(tmp_path, dict(FLOW_ONLY, flows=[dict(FLOW_ONLY["flows"][0], count=25)]))
+    with SshLab("ethernet", tmp_path / "lab") as lab:
+        hosts = lab.hosts_file()
+        run_root = tmp_path / "lab" / "robot_runs"
+        old = subprocess.Popen(lab.testbed.exec_prefix("robot") + [
+            str(paths.REPO / "bin" / "netloop-remote-exec"), "--run=old_campaign-tcp_nodelay-r0",
+            f"--record={run_root}/old_campaign-tcp_nodelay-r0/logs/remote_exec", "--", "sleep", "300"],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            assert _wait_for(lambda: any("sleep 300" in c for c in lab.processes_in("robot")), 20)
+            r = lab.netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(hosts))
+            assert r.returncode == 2, r.stdout + r.stderr
+            lines = r.stderr.strip().splitlines()
+            assert "the machines cannot run this experiment" in lines[0] and len(lines) == 2, lines
+            assert lines[1].strip().startswith("robot (10.77.0.1): 1 netloop process(es) of an earlier run")
+            assert f"pid {old.pid}: run old_campaign-tcp_nodelay-r0" in lines[1] and "--clean-stale" in lines[1]
+            assert old.poll() is None
+            campaign = _run(lab, exp, tmp_path / "out2", "--machines", str(hosts), "--clean-stale")
+            assert old.wait(timeout=10) == 128 + signal.SIGINT     # its node stopped as on a lost heartbeat
+            rec = json.loads(next((run_root / "old_campaign-tcp_nodelay-r0" / "logs" / "remote_exec")
+                                  .glob("sleep-*.json")).read_text())
+            assert rec["kind"] == "signal" and rec["reason"] == "got SIGTERM", rec
+            meta = json.loads((campaign / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())
+            assert meta["status"] == "complete", meta.get("error")
+            assert not [c for c in lab.processes_in("robot") if "sleep 300" in c]
+        finally:
+            if old.poll() is None:
+                old.kill()
+            old.wait()
+
+
+# --- SSH as users configure it ------------------------------------------------------------------
+
+def test_the_hosts_files_ssh_options_override_netloops_defaults(tmp_path):
+    from netloop.machines import ssh_argv
+    hosts = _hosts(tmp_path, {"hosts": {"operator": {"address": "10.0.0.1", "local": True},
+                                        "robot": {"address": "10.0.0.2", "ssh": {
+                                            "user": "pi", "options": ["ServerAliveInterval=7", "BatchMode=no",
+                                                                      "ConnectTimeout=30"]}}}})
+    robot = load_machines(hosts).hosts["robot"]
+    argv = ssh_argv(robot, "/tmp/netloop-ssh-x/robot-0")
+    # what OpenSSH makes of the command line (ssh -G: the options in effect, nothing connected)
+    effective = subprocess.run(["ssh", "-G", *argv[2:-1], argv[-1]], capture_output=True, text=True, check=True,
+                               env=dict(os.environ, HOME=str(tmp_path))).stdout
+    conf = dict(line.split(" ", 1) for line in effective.splitlines() if " " in line)
+    assert conf["serveraliveinterval"] == "7" and conf["batchmode"] == "no" and conf["connecttimeout"] == "30"
+    assert conf["serveralivecountmax"] == "3"                  # netloop's default where the user says nothing
+    assert conf["controlpath"] == "/tmp/netloop-ssh-x/robot-0" and conf["controlmaster"] == "false"
+    assert conf["user"] == "pi"
+
+
+def test_a_bad_heartbeat_timeout_or_session_count_is_refused_naming_the_key(tmp_path):
+    for machine, key, words in [({"heartbeat_timeout": 0.5}, "hosts.robot.heartbeat_timeout", ">= 2"),
+                                ({"ssh": {"sessions_per_connection": 0}}, "hosts.robot.ssh.sessions_per_connection",
+                                 ">= 1")]:
+        with pytest.raises(ConfigError) as err:
+            load_machines(_hosts(tmp_path, {"hosts": {"operator": {"address": "a", "local": True},
+                                                      "robot": {"address": "b", **machine}}}))
+        assert err.value.key == key and words in str(err.value), str(err.value)
+    m = load_machines(_hosts(tmp_path, {"hosts": {"operator": {"address": "a", "local": True},
+                                                  "robot": {"address": "b"}}})).hosts["robot"]
+    assert m.heartbeat_timeout == 3.0 and m.run_root == "~/.local/share/netloop/runs"
+
+
+def test_wifi_power_save_is_read_with_iw_and_recorded(tmp_path, monkeypatch):
+    """The machine check reads power save with iw (a stand-in iw here: this machine has no Wi-Fi)
+    and warns when it is on; without iw it is 'unknown'."""
+    from netloop.machines import RealHosts
+    hosts = load_machines(_hosts(tmp_path, {"hosts": {"operator": {"address": "127.0.0.1", "local": True,
+                                                                   "interface": "lo"}}}))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "iw").write_text('#!/bin/sh\n[ "$3" = get ] && [ "$4" = power_save ] && echo "Power save: on"\nexit 0\n')
+    (fake / "iw").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    real = RealHosts(hosts, tmp_path / "run", lambda _: None)
+    with contextlib.suppress(Exception):       # this checkout may lack a build: only the interface matters
+        real.check()
+    assert real.metadata()["hosts"]["operator"]["power_save"] == "on"
+    assert any("Wi-Fi power save is on for lo" in w and "iw dev lo set power_save off" in w for w in real.warnings)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    (fake / "iw").unlink()
+    real = RealHosts(hosts, tmp_path / "run", lambda _: None)
+    with contextlib.suppress(Exception):
+        real.check()
+    assert real.metadata()["hosts"]["operator"]["power_save"] == "unknown" and not real.warnings
+
+
+REPLICAS = 32
+
+
+@needs_root
+@pytest.mark.timeout(400)
+def test_32_replicas_over_one_machine_share_a_few_connections_under_a_low_max_startups(tmp_path):
+    """32 replica flows from the robot (32 nodes started over SSH at once) against an sshd that
+    drops every connection beyond 4 unauthenticated ones (MaxStartups 4:100:4): the nodes share a
+    few multiplexed connections opened one after the other, so the run completes; the results
+    and the robot's run_root hold spaces in their paths, and the records still come home."""
+    exp = _write(tmp_path, dict(FLOW_ONLY, name="replicas", flows=[dict(FLOW_ONLY["flows"][0], replicas=REPLICAS,
+                                                                     count=100, period=0.05)]))
+    with SshLab("ethernet", tmp_path / "lab", sshd_config=("MaxStartups 4:100:4", "LogLevel VERBOSE")) as lab:
+        hosts = lab.hosts_file(robot={"run_root": str(tmp_path / "lab" / "robot runs here"), "interface": "net0"})
+        campaign = _run(lab, exp, tmp_path / "results with spaces", "--machines", str(hosts))
+        log = (tmp_path / "lab" / "sshd_robot.log").read_text()
+        assert lab.netloop_processes_in("robot") == [] and lab.processes_in("operator") == []
+        assert not list((tmp_path / "lab" / "robot runs here").iterdir())     # fetched, then removed there
+        # the same with netloop's multiplexing off (the user's ControlPath=none overrides it): one
+        # connection per node, 32 at once, and sshd drops some of them
+        plain = lab.hosts_file("plain", ssh={"options": ["ControlPath=none"]})
+        r = lab.netloop("run", str(exp), "--results", str(tmp_path / "plain"), "--machines", str(plain))
+        _, _, plain_meta = _the_run_of(tmp_path / "plain")
+        dropped = (tmp_path / "lab" / "sshd_robot.log").read_text()[len(log):]
+        assert r.returncode == 0 and plain_meta["status"] == "failed", plain_meta.get("error")
+        assert "drop connection" in dropped and dropped.count("Accepted publickey") > 8, dropped[-2000:]
+    meta = json.loads((campaign / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())
+    assert meta["status"] == "complete", meta.get("error")
+    assert meta["link"]["records_home"]["robot"]["fetched"]
+    assert meta["link"]["hosts"]["robot"]["power_save"] == "unknown"       # a veth: iw has nothing to say
+    result = analyse_run(campaign / "runs" / "tcp_nodelay-r0")
+    assert len(result.flows) == REPLICAS and all(f.ok and f.MDR == 1.0 for f in result.flows)
+    logins = log.count("Accepted publickey")
+    # the campaign's check, then the run: ceil(32 sources + the clock servers / 8) connections
+    assert logins <= 8, logins
+    assert "MaxStartups" not in log and "drop connection" not in log, log[-2000:]
+
+
+@pytest.mark.robot
+def test_the_wrapper_lives_on_heartbeats_and_stops_its_command_when_they_fall_silent(tmp_path):
+    """netloop-remote-exec alone (no SSH): a byte a second keeps the command running past its
+    silence bound; when they stop it is stopped within the bound (+ the poll) and writes why."""
+    wrapper = subprocess.Popen([sys.executable, "-m", "netloop.remote_exec", "--silence=2", "--run=r1",
+                                f"--record={tmp_path / 'why'}", "--", "sleep", "60"],
+                               stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(4):                     # 4 s of heartbeats: twice the bound
+            wrapper.stdin.write(b".")
+            wrapper.stdin.flush()
+            time.sleep(1.0)
+        assert wrapper.poll() is None
+        last = time.time() - 1.0
+        status = wrapper.wait(timeout=10)
+    finally:
+        if wrapper.poll() is None:
+            wrapper.kill()
+        wrapper.wait()
+    assert status == 128 + signal.SIGINT                  # sleep ended by the SIGINT it was sent
+    (path,) = (tmp_path / "why").glob("sleep-*.json")
+    rec = json.loads(path.read_text())
+    assert rec["kind"] == "heartbeat" and rec["run"] == "r1" and rec["silence_s"] == 2.0
+    assert rec["reason"].startswith("no heartbeat from the operator for 2 s"), rec
+    assert 2.0 <= rec["signalled"] - last < 2.5, (rec, last)
+    assert b"no heartbeat from the operator" in wrapper.stderr.read()
+
+
+@pytest.mark.robot
+def test_the_wrapper_records_a_command_that_ends_by_itself_or_a_closed_stdin(tmp_path):
+    done = subprocess.Popen([sys.executable, "-m", "netloop.remote_exec", f"--record={tmp_path}", "--", "true"],
+                            stdin=subprocess.PIPE)      # standard input held open: the command ends first
+    try:
+        assert done.wait(timeout=30) == 0
+    finally:
+        done.stdin.close()
+    closed = subprocess.run([sys.executable, "-m", "netloop.remote_exec", f"--record={tmp_path}", "--silence=5",
+                             "--", "sleep", "60"], stdin=subprocess.DEVNULL, timeout=30)
+    assert closed.returncode == 128 + signal.SIGINT
+    kinds = {json.loads(p.read_text())["command"][0]: json.loads(p.read_text())["kind"] for p in tmp_path.glob("*.json")}
+    assert kinds == {"true": "exited", "sleep": "stdin_closed"}, kinds

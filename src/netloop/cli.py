@@ -100,6 +100,9 @@ def _cmd_run(args) -> int:
     runner.install_signal_handlers()
     try:
         if cfg.machines:   # every machine checked before anything starts: one line per problem
+            if args.clean_stale:
+                from .machines import clean_stale_machines  # noqa: PLC0415
+                clean_stale_machines(cfg.machines)
             runner.check_machines(cfg)
         runner.run_experiment(cfg, out, resume=bool(args.resume))
     except RealHostsError as err:
@@ -176,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machines", metavar="HOSTS", default=None,
                    help="run on real machines over SSH: a hosts file (name in config/hosts, or a path); "
                         "overrides the experiment's 'machines'")
+    p.add_argument("--clean-stale", action="store_true",
+                   help="real machines: first stop netloop processes an earlier run left running on them "
+                        "(without it such processes refuse the run)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="write report.html, report.md, CSV tables and figures for a results directory")
@@ -203,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .analysis.commands import register as register_analysis  # netloop compare, netloop plot
     register_analysis(sub)
+
+    from .machines import register as register_fetch  # netloop fetch RUN_DIR
+    register_fetch(sub)
     return parser
 
 

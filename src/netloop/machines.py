@@ -21,23 +21,44 @@ interface (``hosts``, ``address``, ``command``, ``translate``, ``health``, ``met
   the machine's run directory under ``run_root``; inputs the run made here (camera frames)
   are copied there first.
 * ``down()`` measures the clocks again and copies every machine's records and ROS logs
-  home into the run directory (``scp``), so ``netloop report`` works unchanged; a machine
-  whose records could not be fetched is named in ``fetch_problems``.
+  home into the run directory (``tar`` through ssh, paths quoted), so ``netloop report``
+  works unchanged; a machine whose records could not be fetched (``netloop fetch RUN_DIR``
+  tries again), or whose nodes were stopped by their watchdog, is named in
+  ``fetch_problems`` (the run's error).
+
+SSH: one multiplexed connection per machine (OpenSSH's ControlMaster, its socket in a
+private directory of this run), opened at the first command and closed with the run
+(``ssh -O exit``); a machine with more sessions than ``ssh.sessions_per_connection``
+gets another connection, opened after the first is authenticated, so that many replicas
+neither trip sshd's MaxStartups (unauthenticated connections at once) nor its MaxSessions
+(sessions per connection). The hosts file's ``ssh.options`` come first on every command
+line, so they override netloop's defaults (OpenSSH takes the first value it is given).
+
+Nothing runs on without the operator: every remote process hears a heartbeat from here
+(:mod:`netloop.processes`) and its wrapper (:mod:`netloop.remote_exec`) stops it after
+``heartbeat_timeout`` seconds of silence, the car driver first (the other nodes one second
+later), and writes why into the run directory there (``logs/remote_exec``), which comes
+home with the records. Before a run, netloop processes of an earlier run still running
+on a machine (wrappers writing under its ``run_root``) refuse the run
+(``netloop run --clean-stale`` stops them).
 
 A machine with ``local: true`` is the one ``netloop run`` runs on: its processes start
 here, without SSH, and write into the run directory directly.
 """
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from . import clocksync, paths
+from . import clocksync, machine_check, paths
+from .processes import _die_with_parent
 from .rundir import git_revision
 from .schema import Bool, ConfigError, Enum, Int, List, Map, Num, Str, key, load_yaml, section, validate
 
@@ -52,17 +73,29 @@ SSH_LOST = 255   # ssh's exit status when the connection failed or was lost
 CLOCK_WARN_MS = 100.0
 #: data this checkout generates (not in git), copied to a machine when a command names it
 GENERATED = paths.REPO / ".build" / "bags"
+#: the car driver's node (its wrapper stops first when the operator's heartbeat falls silent)
+DRIVERS = ("car_node.py",)
+#: how much later than the driver the other nodes of a machine stop on a silent heartbeat [s]
+AFTER_DRIVER_S = 1.0
+#: the default run_root: survives a reboot (not /tmp); each run's directory is removed once fetched
+DEFAULT_RUN_ROOT = "~/.local/share/netloop/runs"
+#: how long a run waits for processes of the previous run still stopping on a machine [s]
+STALE_WAIT_S = 15.0
 
 
-@section("how to reach a machine over SSH (OpenSSH's ssh and scp; ~/.ssh/config applies too)")
+@section("how to reach a machine over SSH (OpenSSH's ssh; ~/.ssh/config applies too)")
 class Ssh:
     user: str | None = key(Str(None, "login name (default: ssh's own choice: ~/.ssh/config, else the local user)"))
     host: str | None = key(Str(None, "name or address to connect to (default: the machine's address)"))
     port: int = key(Int(22, "SSH port", ge=1, le=65535))
     key_file: str | None = key(Str(None, "private key file (default: ssh's own: the agent, ~/.ssh/id_*)"), "key")
     known_hosts: str | None = key(Str(None, "known_hosts file (default: ssh's own, ~/.ssh/known_hosts)"))
-    options: list[str] = key(List(Str(), [], "more ssh -o options, e.g. [ConnectTimeout=10]"))
+    options: list[str] = key(List(Str(), [], "ssh -o options, e.g. [ConnectTimeout=10]; they come first on "
+                                             "the command line, so they override netloop's defaults"))
     connect_timeout: float = key(Num(5.0, "seconds to wait for the connection", gt=0, le=120))
+    sessions_per_connection: int = key(Int(8, "sessions netloop opens on one SSH connection before it opens "
+                                              "another (keep it below sshd's MaxSessions, default 10)",
+                                           ge=1, le=1000))
 
 
 @section("one machine of the run")
@@ -72,10 +105,16 @@ class Machine:
     ssh: Ssh = key(Ssh.schema)
     root: str | None = key(Str(None, "the netloop checkout on that machine, built with 'make build' "
                                      "(default: the same path as here)"))
-    run_root: str = key(Str("/tmp/netloop-runs", "where its records are written during a run (copied home "
-                                                 "after it, then removed there)"))
+    workspace: str | None = key(Str(None, "a catkin workspace of the user's holding netloop (its sources in "
+                                          "src/, built with catkin_make), used instead of a checkout built by "
+                                          "'make build'/'make robot'; root then defaults to <workspace>/src/netloop"))
+    run_root: str = key(Str(DEFAULT_RUN_ROOT, "where its records are written during a run (copied home after "
+                                              "it, then removed there; ~ is its user's home)"))
     interface: str | None = key(Str(None, "its network interface, e.g. wlan0 (recorded: MTU, SSID, bitrate)"))
     env: dict[str, str] = key(Map({}, {}, "more environment variables of its processes", extra=Str(nonempty=False)))
+    heartbeat_timeout: float = key(Num(3.0, "seconds without the operator's heartbeat (one a second, over SSH) "
+                                            "after which its nodes stop: the car driver first, the others "
+                                            f"{AFTER_DRIVER_S:g} s later", ge=2, le=600))
 
 
 def _check_machines(doc: dict, where: str) -> None:
@@ -140,17 +179,23 @@ class RealHostsError(RuntimeError):
         self.problems = problems
 
 
-def ssh_options(ssh: Ssh) -> list[str]:
-    """Options common to ssh and scp: batch mode (never a password prompt), timeouts, keepalives
-    (a lost connection is noticed within ~6 s), and the hosts file's key and options."""
-    opts = ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={ssh.connect_timeout:g}",
-            "-o", "ServerAliveInterval=2", "-o", "ServerAliveCountMax=3", "-o", "LogLevel=ERROR"]
+def ssh_options(ssh: Ssh, control: str | None = None, master: bool = False) -> list[str]:
+    """ssh's options: the hosts file's ``options`` first (OpenSSH keeps the first value of each,
+    so they override what follows), then netloop's: batch mode (never a password prompt),
+    timeouts, keepalives (a lost connection is noticed within ~6 s), the key, and with
+    ``control`` the connection's ControlMaster socket (``master``: the one that opens it)."""
+    opts: list[str] = []
+    for option in ssh.options:
+        opts += ["-o", option]
+    opts += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={ssh.connect_timeout:g}",
+             "-o", "ServerAliveInterval=2", "-o", "ServerAliveCountMax=3", "-o", "LogLevel=ERROR"]
     if ssh.key_file:
         opts += ["-i", os.path.expanduser(ssh.key_file), "-o", "IdentitiesOnly=yes"]
     if ssh.known_hosts:
         opts += ["-o", f"UserKnownHostsFile={os.path.expanduser(ssh.known_hosts)}"]
-    for option in ssh.options:
-        opts += ["-o", option]
+    if control:
+        opts += ["-o", f"ControlPath={control}", "-o", f"ControlMaster={'yes' if master else 'no'}",
+                 "-o", "ControlPersist=no"]
     return opts
 
 
@@ -159,13 +204,82 @@ def _destination(machine: Machine) -> str:
     return f"{machine.ssh.user}@{host}" if machine.ssh.user else host
 
 
-def ssh_argv(machine: Machine) -> list[str]:
-    """``ssh ... user@host`` (the remote command follows as one shell-quoted word)."""
-    return ["ssh", "-T", "-p", str(machine.ssh.port), *ssh_options(machine.ssh), _destination(machine)]
+def user_multiplexing(ssh: Ssh) -> bool:
+    """Whether the hosts file's ``ssh.options`` set ControlMaster or ControlPath themselves."""
+    return any(o.strip().lower().startswith(("controlmaster", "controlpath")) for o in ssh.options)
 
 
-def scp_argv(machine: Machine) -> list[str]:
-    return ["scp", "-q", "-r", "-P", str(machine.ssh.port), *ssh_options(machine.ssh)]
+def ssh_argv(machine: Machine, control: str | None = None) -> list[str]:
+    """``ssh ... user@host`` (the remote command follows as one shell-quoted word), through the
+    connection whose ControlMaster socket is ``control`` (None: a connection of its own)."""
+    return ["ssh", "-T", "-p", str(machine.ssh.port), *ssh_options(machine.ssh, control), _destination(machine)]
+
+
+class _Connections:
+    """The multiplexed SSH connections to one machine: ControlMaster sockets in a private
+    directory, each carrying at most ``ssh.sessions_per_connection`` long-lived sessions."""
+
+    def __init__(self, name: str, machine: Machine, directory: Path):
+        self.name, self.machine, self.directory = name, machine, directory
+        self.masters: list[tuple[str, subprocess.Popen]] = []
+        self.sessions: list[int] = []     # long-lived sessions given out, per connection
+
+    def _open(self) -> str:
+        path = str(self.directory / f"{self.name}-{len(self.masters)}")
+        argv = ["ssh", "-T", "-N", "-p", str(self.machine.ssh.port),
+                *ssh_options(self.machine.ssh, path, master=True), _destination(self.machine)]
+        master = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
+        deadline = time.monotonic() + self.machine.ssh.connect_timeout + 10
+        while not os.path.exists(path):    # the socket appears once the login succeeded
+            if master.poll() is not None or time.monotonic() > deadline:
+                if master.poll() is None:
+                    master.kill()
+                master.wait()
+                raise ConnectionError(master.stderr.read() or "no answer")
+            time.sleep(0.02)
+        self.masters.append((path, master))
+        self.sessions.append(0)
+        return path
+
+    def control(self, long_lived: bool) -> str:
+        """The socket of a connection for one more session (a new connection when every one
+        carries its share of long-lived sessions; short commands take the first). A connection
+        that was lost is dropped (its sessions ended with it)."""
+        alive = [i for i, (_, master) in enumerate(self.masters) if master.poll() is None]
+        if len(alive) < len(self.masters):
+            for _, master in self.masters:
+                if master.poll() is not None and master.stderr:
+                    master.stderr.close()
+            self.masters = [self.masters[i] for i in alive]
+            self.sessions = [self.sessions[i] for i in alive]
+        if not self.masters:
+            self._open()
+        if not long_lived:
+            return self.masters[0][0]
+        limit = self.machine.ssh.sessions_per_connection
+        i = next((i for i, n in enumerate(self.sessions) if n < limit), None)
+        if i is None:
+            self._open()
+            i = len(self.masters) - 1
+        self.sessions[i] += 1
+        return self.masters[i][0]
+
+    def close(self) -> None:
+        """``ssh -O exit`` on every connection (its sessions end), then its process reaped."""
+        for path, master in self.masters:
+            if master.poll() is None:
+                subprocess.run(["ssh", "-p", str(self.machine.ssh.port), *ssh_options(self.machine.ssh, path),
+                                "-O", "exit", _destination(self.machine)], stdin=subprocess.DEVNULL,
+                               capture_output=True, timeout=15)
+                try:
+                    master.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    master.kill()
+                    master.wait()
+            if master.stderr:
+                master.stderr.close()
+        self.masters, self.sessions = [], []
 
 
 def _ssh_problem(name: str, machine: Machine, stderr: str) -> str:
@@ -183,8 +297,12 @@ def _ssh_problem(name: str, machine: Machine, stderr: str) -> str:
 # Run on every machine (over SSH, or here for the local one) before a run: key=value lines.
 _CHECK_SCRIPT = r"""
 root=$1; run_root=$2; iface=$3
+case $run_root in "~") run_root=$HOME;; "~/"*) run_root="$HOME/${run_root#??}";; esac
+echo "home=$HOME"
 echo "hostname=$(hostname)"
 echo "arch=$(uname -m)"
+# this user's processes (the operator picks the netloop wrappers writing under run_root)
+ps -ww -u "$(id -u)" -o pid=,args= 2>/dev/null | sed 's/^ */proc=/'
 if [ ! -d "$root" ]; then echo "root=missing"; exit 0; fi
 echo "root=ok"
 [ -x "$root/bin/netloop-remote-exec" ] && echo "wrapper=ok"
@@ -197,6 +315,7 @@ if [ -n "$iface" ]; then
   if [ -r "/sys/class/net/$iface/mtu" ]; then echo "mtu=$(cat /sys/class/net/$iface/mtu)"; else echo "interface=missing"; fi
   if command -v iw >/dev/null 2>&1; then
     iw dev "$iface" link 2>/dev/null | sed -n 's/^[[:space:]]*SSID: \(.*\)/ssid=\1/p; s/^[[:space:]]*tx bitrate: \(.*\)/tx_bitrate=\1/p; s/^[[:space:]]*signal: \(.*\)/signal=\1/p'
+    iw dev "$iface" get power_save 2>/dev/null | sed -n 's/^Power save: *\(on\|off\).*/power_save=\1/p'
   fi
 fi
 lib="$root/.build/ws/devel/lib/libnetloop_ros2.so"; info="$root/.build/ws/devel/lib/netloop/netloop_ros2_info"
@@ -223,8 +342,46 @@ def _parse_lines(text: str) -> dict[str, str]:
     out = {}
     for line in text.splitlines():
         k, sep, v = line.partition("=")
-        if sep:
+        if sep and k != "proc":
             out[k.strip()] = v.strip()
+    return out
+
+
+def _paths_in(value: str, local: str) -> list[str]:
+    """The existing files and folders under ``local`` that ``value`` names (an argument or a
+    parameter: a path, ``key=path``, paths joined by commas; a path may hold spaces): at each
+    place ``local`` occurs, the longest stretch up to a separator that exists."""
+    found = []
+    start = value.find(local)
+    while start >= 0:
+        ends = [i for i in range(start + len(local) + 1, len(value) + 1) if i == len(value) or value[i] in " ,="]
+        best = next((value[start:i] for i in reversed(ends) if os.path.exists(value[start:i])), None)
+        if best and best not in found:
+            found.append(best)
+        start = value.find(local, start + len(local))
+    return found
+
+
+def _expand_home(path: str, home: str | None) -> str:
+    """``path`` with a leading ``~`` as the machine's home (``home``, from its check)."""
+    if home and (path == "~" or path.startswith("~/")):
+        return home.rstrip("/") + path[1:]
+    return path
+
+
+def netloop_processes(check_output: str, run_root: str) -> list[tuple[int, str | None, str]]:
+    """(pid, run, command line) of the netloop wrappers (:mod:`netloop.remote_exec`) in a
+    machine's process list (its check's ``proc=`` lines) that write under ``run_root``."""
+    out = []
+    marker = f"--record={run_root.rstrip('/')}/"
+    for line in check_output.splitlines():
+        if not line.startswith("proc="):
+            continue
+        pid, _, args = line[5:].strip().partition(" ")
+        if "remote_exec" not in args or marker not in args or not pid.isdigit():
+            continue
+        run = args.split("--run=", 1)[1].split(" ", 1)[0] if "--run=" in args else None
+        out.append((int(pid), run, args))
     return out
 
 
@@ -246,6 +403,10 @@ class RealHosts:
         self.fetch_problems: list[str] = []
         self._pushed: set[tuple[str, str]] = set()
         self._is_up = False
+        #: the SSH connections per remote machine (ControlMaster sockets in _control_dir)
+        self._connections: dict[str, _Connections] = {}
+        self._control_dir: Path | None = None
+        self._keep_connections = False    # up() to down(); check() alone closes what it opened
 
     # --- the Testbed interface -------------------------------------------------------------
     @property
@@ -280,10 +441,14 @@ class RealHosts:
         return not self.machine(host).local
 
     def root(self, host: str) -> str:
-        return self.machine(host).root or str(paths.REPO)
+        return self.machine(host).root or machine_check.default_root(self.machine(host)) or str(paths.REPO)
+
+    def run_root(self, host: str) -> str:
+        """The machine's ``run_root``, ``~`` expanded to its home once it has been checked."""
+        return _expand_home(self.machine(host).run_root, self.checks.get(host, {}).get("home")).rstrip("/")
 
     def remote_run_dir(self, host: str) -> str:
-        return f"{self.machine(host).run_root.rstrip('/')}/{self.label}"
+        return f"{self.run_root(host)}/{self.label}"
 
     def translate(self, host: str, value: Any) -> Any:
         """``value`` (a string, or a list/dict of them) as ``host`` must see it: this checkout
@@ -299,23 +464,36 @@ class RealHosts:
             self._push_inputs(host, value, run, self.remote_run_dir(host))
             return value.replace(run, self.remote_run_dir(host))
         if repo in value:
+            value = machine_check.translate(self.machine(host), value, self.checks.get(host, {}))  # a workspace's nodes
             self._push_inputs(host, value, str(GENERATED), self.root(host) + str(GENERATED)[len(repo):])
             return value.replace(repo, self.root(host))
         return value
 
-    def command(self, host: str, argv: list[str], env: dict[str, str] | None) -> tuple[list[str], dict | None, bool]:
-        """(argv, env, remote) that start ``argv`` on ``host`` with ``env``'s ROS settings."""
+    def command(self, host: str, argv: list[str], env: dict[str, str] | None,
+                silence: float | None = None) -> tuple[list[str], dict | None, bool]:
+        """(argv, env, remote) that start ``argv`` on ``host`` with ``env``'s ROS settings. On a
+        remote machine the node stops when the operator's heartbeat is silent for ``silence``
+        seconds (default: the machine's ``heartbeat_timeout``, a second more for all but the
+        car driver; 0: never, for a process that ends by itself)."""
         machine = self.machine(host)
         env = dict(env or os.environ)
         if machine.local:
             env.update(machine.env)
             return list(argv), env, False
-        words = [f"{self.root(host)}/bin/netloop-remote-exec"]
+        if silence is None:
+            driver = any(str(a).endswith(DRIVERS) for a in argv)
+            silence = machine.heartbeat_timeout + (0.0 if driver else AFTER_DRIVER_S)
+        words = [*machine_check.wrapper(machine, self.root(host)), f"--run={self.label}", f"--silence={silence:g}",
+                 f"--record={self.remote_run_dir(host)}/logs/remote_exec"]
         passed = {k: self.translate(host, env[k]) for k in PASSED_ENV if k in env}
         passed.update(machine.env)
         words += [f"--env={k}={v}" for k, v in passed.items()]
         words += ["--", *[self.translate(host, a) for a in argv]]
-        return ssh_argv(machine) + [shlex.join(words)], dict(os.environ), True
+        try:
+            control = self._control(host, long_lived=True)
+        except ConnectionError as err:
+            raise RealHostsError([_ssh_problem(host, machine, str(err))]) from None
+        return ssh_argv(machine, control) + [shlex.join(words)], dict(os.environ), True
 
     def health(self, since: float | None = None, until: float | None = None) -> dict:
         return {"valid": True, "reason": "real network: nothing emulated", "max_lag_ms": None,
@@ -328,6 +506,8 @@ class RealHosts:
             hosts[h] = {"address": m.address, "local": m.local, "ssh": None if m.local else _destination(m),
                         "interface": m.interface, "hostname": check.get("hostname"), "arch": check.get("arch"),
                         "revision": check.get("revision") or None, "dirty": check.get("dirty") not in (None, "0"),
+                        **({"power_save": check.get("power_save", "unknown")} if m.interface else {}),
+                        **({} if m.local else {"run_root": self.run_root(h), "heartbeat_timeout": m.heartbeat_timeout}),
                         **{k: check[k] for k in ("mtu", "ssid", "tx_bitrate", "signal", "chrony_reference",
                                                  "chrony_system_time", "chrony_leap", "ntp_synchronized")
                            if check.get(k)}}
@@ -340,11 +520,16 @@ class RealHosts:
     def up(self) -> "RealHosts":
         if self._is_up:
             return self
-        self.check()
-        for host in self.hosts:
-            if self.is_remote(host):
-                self._ssh(host, f"mkdir -p {shlex.quote(self.remote_run_dir(host))}/records "
-                                f"{shlex.quote(self.remote_run_dir(host))}/logs/ros")
+        self._keep_connections = True
+        try:
+            self.check(wait_stale=STALE_WAIT_S)
+            for host in self.hosts:
+                if self.is_remote(host):
+                    self._ssh(host, f"mkdir -p {shlex.quote(self.remote_run_dir(host))}/records "
+                                    f"{shlex.quote(self.remote_run_dir(host))}/logs/ros")
+        except BaseException:
+            self.close_connections()
+            raise
         self._is_up = True
         try:
             self.measure_clocks("before")
@@ -358,12 +543,41 @@ class RealHosts:
             return
         self._is_up = False
         try:
-            self.measure_clocks("after")
-        except Exception as exc:  # noqa: BLE001 - the records matter more than the second clock reading
-            self.warnings.append(f"clocks after the run not measured: {exc}")
-        for host in self.hosts:
-            if self.is_remote(host):
-                self.fetch(host)
+            try:
+                self.measure_clocks("after")
+            except Exception as exc:  # noqa: BLE001 - the records matter more than the second clock reading
+                self.warnings.append(f"clocks after the run not measured: {exc}")
+            for host in self.hosts:
+                if self.is_remote(host):
+                    self.fetch(host)
+        finally:
+            self.close_connections()
+
+    # --- SSH connections -------------------------------------------------------------------
+    def _control(self, host: str, long_lived: bool = False) -> str | None:
+        """The ControlMaster socket of a connection to ``host`` for one more session (opened
+        here when needed; ConnectionError with ssh's words when the machine cannot be reached).
+        None when the hosts file's ``ssh.options`` set ControlMaster or ControlPath: the user's
+        own multiplexing (or none) applies."""
+        if user_multiplexing(self.machine(host).ssh):
+            return None
+        if self._control_dir is None:
+            # a private directory (0700) of this run; short, as a socket path must be (< 108 bytes)
+            self._control_dir = Path(tempfile.mkdtemp(prefix="netloop-ssh-", dir="/tmp"))
+        pool = self._connections.setdefault(host, _Connections(host, self.machine(host), self._control_dir))
+        return pool.control(long_lived)   # ConnectionError: ssh's own words
+
+    def close_connections(self) -> None:
+        """Every SSH connection of this run closed (``ssh -O exit``), its private directory removed."""
+        for pool in self._connections.values():
+            try:
+                pool.close()
+            except (OSError, subprocess.SubprocessError):
+                pass
+        self._connections = {}
+        if self._control_dir is not None:
+            shutil.rmtree(self._control_dir, ignore_errors=True)
+            self._control_dir = None
 
     def __enter__(self) -> "RealHosts":
         return self.up()
@@ -372,12 +586,21 @@ class RealHosts:
         self.down()
 
     # --- checks, clocks, records -----------------------------------------------------------
-    def check(self) -> None:
-        """Every machine checked before anything starts; RealHostsError with one line per problem."""
+    def check(self, wait_stale: float = 0.0) -> None:
+        """Every machine checked before anything starts; RealHostsError with one line per problem.
+        Netloop processes of an earlier run still running on a machine are a problem (after
+        waiting up to ``wait_stale`` seconds for them to end: a run just stopped)."""
+        try:
+            self._check(wait_stale)
+        finally:
+            if not self._keep_connections:
+                self.close_connections()
+
+    def _check(self, wait_stale: float) -> None:
         problems: list[str] = []
         here = git_revision().get("commit")
         for host, machine in self.machines.hosts.items():
-            args = [self.root(host), self.remote_run_dir(host).rsplit("/", 1)[0], machine.interface or ""]
+            args = [self.root(host), machine.run_root, machine.interface or ""]
             if machine.local:
                 r = subprocess.run(["sh", "-c", _CHECK_SCRIPT, "check", *args], capture_output=True, text=True,
                                    timeout=30)
@@ -387,6 +610,8 @@ class RealHosts:
                     problems.append(_ssh_problem(host, machine, r.stderr))
                     continue
             found = self.checks[host] = _parse_lines(r.stdout)
+            if machine.workspace:   # a user's catkin workspace: netloop.machine_check checks it (instead of .build)
+                problems += machine_check.check_workspace(self, host, found)
             name = f"{host} ({machine.address})"
             if found.get("root") != "ok":
                 problems.append(f"{name}: no netloop checkout at {self.root(host)} (clone it there and run "
@@ -407,6 +632,20 @@ class RealHosts:
                 problems.append(f"{name}: its build of netloop has no {', '.join(lacking)} (libnetloop_ros2 there has: "
                                 f"{', '.join(has) or 'none'}); install the libraries (scripts/setup.sh) and run "
                                 f"'make build' there")
+            if found.get("power_save") == "on":
+                line = (f"{name}: Wi-Fi power save is on for {machine.interface}: frames wait for the radio's "
+                        f"wake-ups (up to ~100 ms); switch it off there: iw dev {machine.interface} set power_save off")
+                self.warnings.append(line)
+                self.log(f"warning: {line}")
+            stale = [] if machine.local else netloop_processes(r.stdout, self.run_root(host))
+            deadline = time.monotonic() + wait_stale
+            while stale and time.monotonic() < deadline:     # a run just stopped: its processes may be ending
+                time.sleep(0.5)
+                stale = self.stale_processes(host)
+            if stale:
+                problems.append(f"{name}: {len(stale)} netloop process(es) of an earlier run still running under "
+                                f"{self.run_root(host)} (" + "; ".join(f"pid {pid}: run {run}" for pid, run, _ in stale)
+                                + "): stop them with 'netloop run --clean-stale', or kill them there")
             there = found.get("revision") or None
             if not machine.local and there != here:
                 line = (f"{name}: netloop at revision {(there or 'unknown')[:12]}, this machine at "
@@ -437,7 +676,7 @@ class RealHosts:
 
     def _measure_clock(self, host: str) -> dict:
         argv, env, _ = self.command(host, ["python3", "-m", "netloop.clocksync", "serve", "--bind",
-                                           self.address(host), "--idle", "20"], {})
+                                           self.address(host), "--idle", "20"], {}, silence=0)
         server = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
         try:
@@ -454,50 +693,139 @@ class RealHosts:
                 server.kill()
                 server.wait()
 
-    def fetch(self, host: str) -> None:
-        """Copy ``host``'s records and ROS logs into the run directory, then remove them there."""
-        machine, remote = self.machine(host), self.remote_run_dir(host)
+    def fetch(self, host: str, remote: str | None = None) -> bool:
+        """Copy ``host``'s records and logs (ROS's, and why each remote process ended) into the run
+        directory, then remove them there. ``remote``: its run directory there (default this
+        run's). False when they could not be fetched (named in ``fetch_problems``)."""
+        machine, remote = self.machine(host), remote or self.remote_run_dir(host)
         incoming = self.run_dir / f".incoming-{host}"
         shutil.rmtree(incoming, ignore_errors=True)
         incoming.mkdir(parents=True)
-        r = subprocess.run(scp_argv(machine) + [f"{_destination(machine)}:{remote}/records",
-                                                f"{_destination(machine)}:{remote}/logs", str(incoming)],
-                           capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            problem = f"records of {host} not fetched from {_destination(machine)}:{remote}: {r.stderr.strip()[-300:]}"
+        error = None
+        try:
+            control = self._control(host)
+            ssh = subprocess.Popen(ssh_argv(machine, control) + [f"cd {shlex.quote(remote)} && tar -cf - records logs"],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            untar = subprocess.run(["tar", "-xf", "-", "-C", str(incoming)], stdin=ssh.stdout,
+                                   capture_output=True, timeout=600)
+            ssh.stdout.close()
+            ssh_err = ssh.stderr.read().decode(errors="replace")
+            ssh.stderr.close()
+            if ssh.wait(timeout=60) != 0 or untar.returncode != 0:
+                error = (ssh_err or untar.stderr.decode(errors="replace")).strip()[-300:] or "tar failed"
+        except ConnectionError as err:
+            error = " ".join(str(err).split())[-300:]
+        except (OSError, subprocess.SubprocessError) as err:
+            error = str(err)
+        if error is not None:
+            shutil.rmtree(incoming, ignore_errors=True)
+            problem = (f"records of {host} not fetched from {_destination(machine)}:{remote}: {error} "
+                       f"(they stay there: netloop fetch {shlex.quote(str(self.run_dir))})")
             self.fetch_problems.append(problem)
             self.records_home[host] = {"fetched": False, "remote_dir": remote, "error": problem}
-            return
+            return False
         records = self.run_dir / "records"
         records.mkdir(exist_ok=True)
         files = 0
         for f in sorted((incoming / "records").glob("*")):
             shutil.move(str(f), str(records / f.name))
             files += 1
-        if (incoming / "logs" / "ros").is_dir():
-            shutil.move(str(incoming / "logs" / "ros"), str(self.run_dir / "logs" / f"ros_{host}"))
+        logs = self.run_dir / "logs"
+        logs.mkdir(exist_ok=True)
+        for sub, target in (("ros", f"ros_{host}"), ("remote_exec", f"remote_exec_{host}")):
+            if (incoming / "logs" / sub).is_dir():
+                shutil.rmtree(logs / target, ignore_errors=True)
+                shutil.move(str(incoming / "logs" / sub), str(logs / target))
         shutil.rmtree(incoming, ignore_errors=True)
-        self.records_home[host] = {"fetched": True, "files": files, "from": f"{_destination(machine)}:{remote}"}
+        stopped = self._watchdog_stops(host, logs / f"remote_exec_{host}")
+        self.records_home[host] = {"fetched": True, "files": files, "from": f"{_destination(machine)}:{remote}",
+                                   **({"stopped_by_watchdog": stopped} if stopped else {})}
         self._ssh_run(host, f"rm -rf {shlex.quote(remote)}")
+        return True
+
+    def _watchdog_stops(self, host: str, directory: Path) -> list[dict]:
+        """The processes of ``host`` whose wrapper stopped them for a silent heartbeat (from
+        their records in ``directory``), each also named in ``fetch_problems``."""
+        out = []
+        for path in sorted(directory.glob("*.json")):
+            try:
+                rec = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if rec.get("kind") != "heartbeat":
+                continue
+            command = os.path.basename(str((rec.get("command") or ["?"])[0]))
+            out.append({"command": command, "reason": rec.get("reason"), "stopped": rec.get("stopped"),
+                        "record": str(path.relative_to(self.run_dir))})
+            self.fetch_problems.append(f"{host}: netloop-remote-exec stopped {command}: {rec.get('reason')} "
+                                       f"({path.relative_to(self.run_dir)})")
+        return out
 
     def _push_inputs(self, host: str, value: str, local: str, remote: str) -> None:
         """Copy the files under ``local`` named in ``value`` (inputs made here: camera frames in
         the run directory, synthetic bags) to ``host``, under ``remote``."""
-        for word in value.replace("=", " ").replace(",", " ").split():
-            if not word.startswith(local) or (host, word) in self._pushed or not os.path.exists(word):
+        for word in _paths_in(value, local):
+            if (host, word) in self._pushed:
                 continue
             self._pushed.add((host, word))
             target = remote + word[len(local):]
-            self._ssh(host, f"mkdir -p {shlex.quote(target.rsplit('/', 1)[0])}")
-            machine = self.machine(host)
-            r = subprocess.run(scp_argv(machine) + [word, f"{_destination(machine)}:{target}"],
-                               capture_output=True, text=True, timeout=600)
-            if r.returncode != 0:
-                raise RuntimeError(f"could not copy {word} to {host}: {r.stderr.strip()[-300:]}")
+            parent = target.rsplit("/", 1)[0]
+            pack = subprocess.Popen(["tar", "-cf", "-", "-C", os.path.dirname(word), os.path.basename(word)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            r = self._ssh_run(host, f"mkdir -p {shlex.quote(parent)} && tar -xf - -C {shlex.quote(parent)}",
+                              timeout=600, stdin=pack.stdout)
+            pack.stdout.close()
+            if pack.wait() != 0 or r.returncode != 0:
+                raise RuntimeError(f"could not copy {word} to {host}: {r.stderr.decode(errors='replace').strip()[-300:]}")
 
-    def _ssh_run(self, host: str, command: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run(ssh_argv(self.machine(host)) + [command], stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=timeout)
+    def stale_processes(self, host: str) -> list[tuple[int, str | None, str]]:
+        """(pid, run, command line) of the netloop wrappers running on ``host`` under its run_root."""
+        r = self._ssh_run(host, "ps -ww -u \"$(id -u)\" -o pid=,args= | sed 's/^ */proc=/'")
+        return netloop_processes(r.stdout, self.run_root(host))
+
+    def clean_stale(self) -> list[str]:
+        """Stop the netloop processes of earlier runs on every remote machine (SIGTERM to their
+        wrappers, which stop their nodes as on a lost heartbeat; SIGKILL to what is left after
+        STALE_WAIT_S). One line per machine where something was stopped."""
+        lines = []
+        try:
+            for host in self.hosts:
+                if not self.is_remote(host):
+                    continue
+                r = self._ssh_run(host, "echo home=$HOME")
+                if r.returncode == SSH_LOST:
+                    raise RealHostsError([_ssh_problem(host, self.machine(host), r.stderr)])
+                self.checks.setdefault(host, {})["home"] = _parse_lines(r.stdout).get("home", "")
+                stale = self.stale_processes(host)
+                if not stale:
+                    continue
+                first = stale
+                pids = " ".join(str(pid) for pid, _, _ in stale)
+                self._ssh_run(host, f"kill -TERM {pids} 2>/dev/null")
+                deadline = time.monotonic() + STALE_WAIT_S
+                while stale and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    stale = self.stale_processes(host)
+                if stale:
+                    self._ssh_run(host, "kill -KILL " + " ".join(str(pid) for pid, _, _ in stale) + " 2>/dev/null")
+                runs = ", ".join(sorted({run or "?" for _, run, _ in first}))
+                lines.append(f"{host} ({self.address(host)}): stopped {len(first)} netloop process(es) of an earlier "
+                             f"run (run {runs}; pids {pids})")
+        finally:
+            if not self._keep_connections:
+                self.close_connections()
+        return lines
+
+    def _ssh_run(self, host: str, command: str, timeout: float = 60, stdin=None) -> subprocess.CompletedProcess:
+        """``command`` run by the shell of ``host`` over its SSH connection (exit status 255 and
+        ssh's words when the connection could not be opened)."""
+        try:
+            control = self._control(host)
+        except ConnectionError as err:
+            return subprocess.CompletedProcess([], SSH_LOST, "", str(err))
+        return subprocess.run(ssh_argv(self.machine(host), control) + [command],
+                              stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                              capture_output=True, text=stdin is None, timeout=timeout)
 
     def _ssh(self, host: str, command: str) -> str:
         r = self._ssh_run(host, command)
@@ -506,3 +834,81 @@ class RealHosts:
                 raise RealHostsError([_ssh_problem(host, self.machine(host), r.stderr)])
             raise RuntimeError(f"{host}: '{command}' failed: {r.stderr.strip()[-300:]}")
         return r.stdout
+
+
+# --- netloop fetch RUN_DIR ------------------------------------------------------------------
+
+def fetch_again(run_dir: Path, spec: str | None = None, log=print) -> int:
+    """Fetch again the records a run left on its machines (``link.records_home`` of its
+    metadata.json says which, and where), with the hosts file ``spec`` (default: the one the
+    run used). metadata.json is updated; a run that failed only because its records did not
+    come home is then complete. Returns 0 when everything is home, else 1."""
+    run_dir = Path(run_dir)
+    meta_path = run_dir / "metadata.json"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError) as err:
+        raise FileNotFoundError(f"{run_dir}: not a run directory ({err})") from None
+    link = meta.get("link") or {}
+    missing = {h: e for h, e in (link.get("records_home") or {}).items() if not e.get("fetched")}
+    if link.get("type") != "real":
+        raise ConfigError("run", f"{run_dir} did not run on real machines: nothing to fetch")
+    if not missing:
+        log(f"{run_dir}: every machine's records are home already")
+        return 0
+    spec = spec or (meta.get("experiment") or {}).get("machines")
+    if not spec:
+        raise ConfigError("machines", f"{run_dir}: its metadata names no hosts file: give --machines")
+    hosts = RealHosts(load_machines(spec), run_dir, log)
+    hosts._keep_connections = True
+    try:
+        for host, entry in missing.items():
+            if hosts.fetch(host, entry["remote_dir"]):
+                log(f"{host}: {hosts.records_home[host]['files']} record files fetched from {entry['remote_dir']}")
+                old = entry.get("error")
+                if old and meta.get("error"):
+                    meta["error"] = "; ".join(p for p in meta["error"].split("; ") if p != old) or None
+            else:
+                log(hosts.fetch_problems[-1])
+            link["records_home"][host] = hosts.records_home[host]
+    finally:
+        hosts.close_connections()
+    stops = [p for p in hosts.fetch_problems if "netloop-remote-exec stopped" in p]
+    if stops:
+        meta["error"] = "; ".join(([meta["error"]] if meta.get("error") else []) + stops)
+    if meta.get("status") == "failed" and not meta.get("error"):
+        meta["status"] = "complete"    # on real machines nothing else makes a finished run invalid
+    meta_path.write_text(json.dumps(meta, indent=1))
+    still = [h for h, e in link["records_home"].items() if not e.get("fetched")]
+    if not still:
+        log(f"{run_dir}: every machine's records are home (status {meta.get('status')}); "
+            f"write the report again: netloop report {shlex.quote(str(run_dir.parent.parent))}")
+    return 1 if still else 0
+
+
+def _cmd_fetch(args) -> int:
+    try:
+        return fetch_again(Path(args.run_dir), args.machines)
+    except RealHostsError as err:
+        import sys  # noqa: PLC0415
+        print(f"netloop fetch: {err}", file=sys.stderr)
+        return 1
+
+
+def register(sub) -> None:
+    """``netloop fetch RUN_DIR [--machines HOSTS]``."""
+    p = sub.add_parser("fetch", help="fetch again the records a real-machine run left on its machines",
+                       description="Copy home the records and logs that a run on real machines could not fetch "
+                                   "(its metadata.json names the machine and the directory there), remove them "
+                                   "there, and update metadata.json. Then write the report again (netloop report).")
+    p.add_argument("run_dir", help="the run directory (results/<campaign>/runs/<run>)")
+    p.add_argument("--machines", metavar="HOSTS", default=None,
+                   help="the hosts file to reach the machines with (default: the one the run used)")
+    p.set_defaults(func=_cmd_fetch)
+
+
+def clean_stale_machines(spec: str, log=print) -> None:
+    """``netloop run --clean-stale``: the netloop processes of earlier runs stopped on every
+    machine of the hosts file ``spec`` (one line per machine where some were)."""
+    for line in RealHosts(load_machines(spec), Path("clean"), log).clean_stale():
+        log(f"netloop: {line}")
