@@ -10,6 +10,7 @@
     netloop bag lidar --world W --out F.bag                    record one from the simulated car
     netloop bench [--out DIR]                                  latency and throughput benchmarks
     netloop calibrate PROFILE [--part all|tables|fig19]        published vs netloop (Pound Tables I-II, Fig. 19)
+    netloop fetch RUN_DIR [--machines HOSTS]                   records a real-machine run left on its machines
 
 Building the parser imports Python's standard library and PyYAML only: every module a
 ``register`` function comes from keeps numpy, scipy, control, matplotlib, rospy and the
