@@ -18,15 +18,17 @@ These must run on **Python 3.8** (Ubuntu 20.04 with ROS Noetic) with only the ro
 packages: the standard library, PyYAML, rospy and the ROS message packages of the system, and
 the car's libraries (:data:`ROBOT_PYTHON_PACKAGES`). So: no ``dataclass(kw_only=...)``, no
 ``os.pidfd_open``, no ``match``, no ``str.removeprefix``, no ``dict | dict``, no ``list[int]``
-or ``X | None`` evaluated at run time (in annotations they are fine: every file here has
-``from __future__ import annotations``), and no import of the operator's modules
+or ``X | None`` evaluated at run time (in annotations they are fine in a file with
+``from __future__ import annotations``; in one without, they are evaluated and so checked),
+and no import of the operator's modules
 (:mod:`netloop.schema`, :mod:`netloop.connections`, :mod:`netloop.machines`, numpy, ...), not
 even inside a function. ``test/test_robot_python.py`` checks all of it: vermin targeting 3.8
 on every file, the imports of every file against this list, and each module imported with the
 operator's packages made unimportable. The operator's side needs Python >= 3.10 (setup.py).
 
-The robot install (``make robot``) installs :data:`ROBOT_FILES`. From a shell, without
-importing netloop (this file needs only the standard library)::
+The robot install (``make robot``) builds the checkout without the operator's packages; of its
+Python, what runs there is :func:`robot_files` (and :data:`ROBOT_DATA` what that reads). From a
+shell, without importing netloop (this file needs only the standard library)::
 
     python3 src/netloop/robot_side.py files      # repository-relative paths, one a line
     python3 src/netloop/robot_side.py modules    # dotted module names
