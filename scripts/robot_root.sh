@@ -15,7 +15,7 @@
 set -euo pipefail
 cache=$(realpath -m "${XDG_CACHE_HOME:-$HOME/.cache}/netloop/robot-root")
 # Bump when the included packages change: an old tarball is not reused.
-base_version=2
+base_version=3
 tarball="$cache/bookworm-minbase-v$base_version.tar"
 include=git,make,ca-certificates,openssh-server,procps,sudo
 
@@ -47,6 +47,7 @@ base() {
     { tail -20 "$cache/debootstrap.log" >&2; die "debootstrap failed; log: $cache/debootstrap.log"; }
   rm -f "$tmp/root/etc/ssh/ssh_host_"*     # each robot root gets its own host keys (the test's)
   chroot "$tmp/root" useradd --create-home --shell /bin/bash pi
+  chroot "$tmp/root" usermod -p '*' pi     # no password, but not locked (sshd refuses locked accounts)
   echo "pi ALL=(ALL) NOPASSWD: ALL" > "$tmp/root/etc/sudoers.d/pi"
   chmod 440 "$tmp/root/etc/sudoers.d/pi"
   rm -f "$cache"/bookworm-minbase-v*.tar   # older bases
@@ -66,6 +67,7 @@ new() {
   mkdir -p "$dir"
   tar -C "$dir" -xf "$tar"
   cp /etc/resolv.conf "$dir/etc/resolv.conf"
+  grep -qs "[[:space:]]$(hostname)\$" "$dir/etc/hosts" || echo "127.0.1.1 $(hostname)" >> "$dir/etc/hosts"  # sudo looks it up
   # the same apt sources as this machine (bookworm, its updates and security)
   rm -f "$dir/etc/apt/sources.list"
   cp /etc/apt/sources.list.d/debian.sources "$dir/etc/apt/sources.list.d/" 2>/dev/null ||

@@ -34,26 +34,34 @@ else
 fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+known() { apt-cache show "$1" >/dev/null 2>&1; }
 missing=()
-for pkg in "${wanted[@]}" "${car[@]}"; do installed "$pkg" || missing+=("$pkg"); done
-if [ ${#missing[@]} -gt 0 ]; then
+for pkg in "${wanted[@]}"; do installed "$pkg" || missing+=("$pkg"); done
+optional=()   # the car's packages not installed yet: only those this system's apt has
+for pkg in "${car[@]}"; do installed "$pkg" || optional+=("$pkg"); done
+if [ ${#missing[@]} -gt 0 ] || [ ${#optional[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null; then SUDO=sudo; else
-      echo "robot_setup: these packages are missing and installing them needs root: ${missing[*]}" >&2
+    if command -v sudo >/dev/null; then SUDO=sudo; else SUDO=none; fi
+  else SUDO=""; fi
+  # apt's lists are read (and fetched when something required is missing, or none are there yet)
+  if [ ${#missing[@]} -gt 0 ] || ! known apt; then
+    if [ "$SUDO" = none ]; then
+      echo "robot_setup: these packages are missing and installing them needs root: ${missing[*]} ${optional[*]}" >&2
       exit 1
     fi
-  else SUDO=""; fi
-  $SUDO apt-get update -q
-  # the car's packages only where this system's apt has them (python3-lgpio: Raspberry Pi OS)
-  install=()
-  for pkg in "${missing[@]}"; do
-    case " ${car[*]} " in
-      *" $pkg "*) apt-cache show "$pkg" >/dev/null 2>&1 || { echo "robot_setup: apt has no $pkg here (skipped)"; continue; } ;;
-    esac
-    install+=("$pkg")
+    $SUDO apt-get update -q
+  fi
+  for pkg in "${optional[@]}"; do
+    if known "$pkg"; then missing+=("$pkg"); else echo "robot_setup: apt has no $pkg here (skipped)"; fi
   done
-  echo "robot_setup: installing packages: ${install[*]}"
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${install[@]}"
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$SUDO" = none ]; then
+    echo "robot_setup: these packages are missing and installing them needs root: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "robot_setup: installing packages: ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 venv=.venv
