@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,23 @@ def roscore(tmp_path, ros_env):
         master.start()
         master.group = group
         yield master
+        # the test's own nodes first, the last started first; then rosout and the master
+        # together, not one after the other (the group finds them gone)
+        core = [p for p in (master.rosout, master.process) if p is not None]
+        for proc in reversed(group.processes):
+            if proc not in core:
+                group.stop(proc)
+        for proc in core:
+            try:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        for proc in core:
+            try:
+                proc.popen.wait(timeout=3.0)
+            except subprocess.TimeoutExpired:
+                pass   # stop_all goes on with SIGTERM and SIGKILL
 
 
 @pytest.fixture(scope="module")
