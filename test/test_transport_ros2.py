@@ -82,10 +82,14 @@ def test_loop_closes_natively_on_loopback(tmp_path, mw):
 @pytest.mark.parametrize("mw", ALL)
 @pytest.mark.parametrize("deployment", ["native", "bridge"])
 def test_loop_closes_over_ethernet(tmp_path, mw, deployment):
+    """Natively with best-effort QoS, discovering by the peers list (unicast to the hosts'
+    addresses; multicast discovery over ethernet: test_every_flow_kind_natively_beside_the_loop,
+    over wifi6: test_wifi6_discovery_and_the_loop), and through the bridges."""
     qos = {"reliability": "best_effort"} if deployment == "native" else {}
+    options = {"deployment": deployment, **({"discovery": "peers"} if deployment == "native" else {})}
     run_dir, meta = only_run(tmp_path, {"link": "ethernet", "transport": mw, "loop": {"samples": 60, "warmup": 0.2,
                                                                                       "qos": qos},
-                                        "transport_options": {mw: {"deployment": deployment}}}, f"eth_{mw}")
+                                        "transport_options": {mw: options}}, f"eth_{mw}")
     check_loop(run_dir, meta, 60)
     if deployment == "native":
         assert meta["negotiated_transport"]["/y"] == f"{mw} native best_effort/volatile/10"
@@ -185,10 +189,7 @@ def test_every_flow_kind_natively_beside_the_loop(tmp_path, mw):
 
 
 def _discovery_cases():
-    for mw in MIDDLEWARES:
-        why = missing_middleware(mw)
-        marks = pytest.mark.skipif(bool(why), reason=why or "")
-        yield pytest.param(mw, {"discovery": "peers"}, marks=marks, id=f"{mw}-peers")
+    # discovery by the peers list with each middleware: test_loop_closes_over_ethernet[native-*]
     why = missing_middleware("zenoh")
     yield pytest.param("zenoh", {"mode": "router"}, marks=pytest.mark.skipif(bool(why), reason=why or ""),
                        id="zenoh-router")
@@ -197,7 +198,7 @@ def _discovery_cases():
 @pytest.mark.root
 @needs_root
 @pytest.mark.parametrize("mw, options", list(_discovery_cases()))
-def test_discovery_by_peers_list_and_through_a_zenoh_router(tmp_path, mw, options):
+def test_discovery_through_a_zenoh_router(tmp_path, mw, options):
     run_dir, meta = only_run(tmp_path, {"link": "ethernet", "transport": mw, "loop": {"samples": 60, "warmup": 0.2},
                                         "transport_options": {mw: options}}, f"disc_{mw}")
     check_loop(run_dir, meta, 60)
