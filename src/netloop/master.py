@@ -3,6 +3,7 @@ runner needs (through the master's XML-RPC API, as rosparam does)."""
 from __future__ import annotations
 
 import os
+import random
 import socket
 import time
 import xmlrpc.client
@@ -21,8 +22,50 @@ ROSOUT_BINARY = next((p for p in ("/opt/ros/noetic/lib/rosout/rosout", "/usr/lib
                       if os.path.exists(p)), "rosout")
 
 
+#: what rosmaster logs when its port is taken (it then keeps running without its server)
+PORT_IN_USE = "is already in use"
+
+
+def _size(path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _read_from(path, offset: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free now on ``host`` (of the calling namespace)."""
+    """A TCP port that is free now on ``host`` (of the calling namespace), taken below the
+    kernel's ephemeral range (``ip_local_port_range``): a port from that range can be given
+    to an outgoing connection between this check and the server's bind ("Address already
+    in use"); one below it can only be taken by another listener."""
+    low = _ephemeral_low()
+    first = max(1024, low - 12000)
+    rng = random.Random()
+    for _ in range(64):
+        port = rng.randrange(first, low) if low > first else 0
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
@@ -30,6 +73,17 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 class MasterError(RuntimeError):
     pass
+
+
+class _TimeoutTransport(xmlrpc.client.Transport):
+    def __init__(self, timeout: float):
+        super().__init__()
+        self.timeout = timeout
+
+    def make_connection(self, host):
+        conn = super().make_connection(host)
+        conn.timeout = self.timeout
+        return conn
 
 
 class RosMaster:
@@ -46,17 +100,37 @@ class RosMaster:
         self.command = command or (lambda argv, env: (self.prefix + list(argv), env, False))
         #: runs this process's XML-RPC calls in the master's network namespace
         self.rpc_caller = NetnsCaller(netns)
+        self._port_chosen_here = port is None
         self.port = port or free_port()
         self.uri = f"http://{address}:{self.port}/"
         self.process: ManagedProcess | None = None
         self.rosout: ManagedProcess | None = None
 
     def start(self, timeout: float = 20.0) -> "RosMaster":
+        """Start rosmaster and rosout; a port chosen here that another process took meanwhile
+        (rosmaster: "port ... is already in use") is replaced by another, twice at most."""
+        for attempt in range(3):
+            try:
+                return self._start(timeout)
+            except MasterError as e:
+                if not (self._port_chosen_here and attempt < 2 and PORT_IN_USE in str(e)):
+                    raise
+                if self.process in self.group.processes:   # it ended; not one of the run's
+                    self.group.processes.remove(self.process)
+                self.port = free_port()
+                self.uri = f"http://{self.address}:{self.port}/"
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> "RosMaster":
         env = dict(self.env, ROS_MASTER_URI=self.uri, ROS_IP=self.address)
         argv, penv, remote = self.command(["rosmaster", "--core", "-p", str(self.port), "-w", "3"], env)
+        log_start = _size(self.group.log_dir / f"{self.name}.log")   # the log is appended to
         self.process = self.group.start(self.name, argv, env=penv, remote=remote)
         deadline = time.monotonic() + timeout
         while not self.ready():
+            if PORT_IN_USE in _read_from(self.process.log_path, log_start):   # it lives on, serving nothing
+                self.group.stop(self.process, grace=1.0)
+                raise MasterError(f"rosmaster on {self.uri}: {PORT_IN_USE}:\n{log_tail(self.process.log_path)}")
             if self.process.poll() is not None:
                 raise MasterError(f"rosmaster exited with status {self.process.poll()}:\n"
                                   f"{log_tail(self.process.log_path)}")
@@ -73,9 +147,14 @@ class RosMaster:
         """An XML-RPC call to the master or a node, made from the master's host."""
         return self.rpc_caller(lambda: getattr(xmlrpc.client.ServerProxy(uri), method)(CALLER_ID, *args))
 
-    def ready(self) -> bool:
+    def ready(self, timeout: float = 2.0) -> bool:
+        """The master answers getPid within ``timeout`` seconds (another server on its port
+        may accept the connection and never answer)."""
+        def call():
+            proxy = xmlrpc.client.ServerProxy(self.uri, transport=_TimeoutTransport(timeout))
+            return proxy.getPid(CALLER_ID)
         try:
-            code, _, _ = self.rpc(self.uri, "getPid")
+            code, _, _ = self.rpc_caller(call)
             return code == 1
         except (OSError, xmlrpc.client.Error):
             return False
