@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
 from netloop import master as master_mod
 from netloop.master import RosMaster, free_port
 from netloop.processes import ProcessGroup
@@ -18,6 +20,7 @@ def test_free_ports_are_below_the_ephemeral_range_and_free():
             s.bind(("127.0.0.1", port))   # still free: binds
 
 
+@pytest.mark.integration   # starts rosmaster (make test-fast leaves it out)
 def test_a_port_taken_before_rosmaster_binds_is_replaced(tmp_path, ros_env, monkeypatch):
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))
