@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from netloop import calibrate, cli
+from netloop import calibrate_link as calibrate, cli
 
 
 def _flow(name, d, std_jd, mdr=1.0, std_d=1.0, std_source=0.1):

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO / "src") not in sys.path:
     sys.path.insert(0, str(REPO / "src"))
 
-from netloop.car_driver import calibrate  # noqa: E402
+from netloop.car_driver import calibrate_steering as calibrate  # noqa: E402
 from netloop.car_driver.actuators import CalibrationError, Steering  # noqa: E402
 from netloop.car_driver.controller import (CarController, ackermann_wheel_angles,  # noqa: E402
                                            steering_angle)

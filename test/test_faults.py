@@ -17,7 +17,7 @@ from netloop import paths
 from netloop.rundir import read_metadata
 from netloop.schema import ConfigError
 from netloop.testbed import Testbed, TestbedError, load_profile
-from netloop.testbed import bench
+from netloop.testbed import link_bench as bench
 from netloop.testbed.links import StatsFile
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: outages are made on namespaces' interfaces")

@@ -442,7 +442,7 @@ def imports_of(path: Path) -> set[str]:
                 target = node.module or ""
             out.add(target)
             if target.startswith("netloop"):
-                # ``from netloop.car_driver import calibrate`` imports a module, not a name
+                # ``from netloop.car_driver import calibrate_steering`` imports a module, not a name
                 out.update(f"{target}.{a.name}" for a in node.names
                            if (REPO / robot_side.module_path(f"{target}.{a.name}")).exists())
     return out - {"__future__"}
@@ -747,7 +747,7 @@ def test_the_clock_server_answers_the_operator(robot_python):
 @pytest.mark.robot
 def test_the_calibration_tool_runs_on_fake_hardware(robot_python):
     argv, env, refused = robot_python
-    res = subprocess.run(argv + ["netloop.car_driver.calibrate", "--hardware", "fake", "--offset", "5"],
+    res = subprocess.run(argv + ["netloop.car_driver.calibrate_steering", "--hardware", "fake", "--offset", "5"],
                          env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "steering +0.00 rad ->" in res.stdout and "offset: 5" in res.stdout, res.stdout

@@ -14,7 +14,7 @@ from netloop.experiment import validate_experiment
 from netloop.rundir import read_metadata
 from netloop.schema import ConfigError
 from netloop.testbed import Testbed, load_profile
-from netloop.testbed import bench
+from netloop.testbed import link_bench as bench
 from netloop.testbed.links import host_address
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the testbed creates network namespaces")

@@ -2,7 +2,7 @@
 rows the Pound paper has no number for, and the parsing of ddsperf's output (no runs here)."""
 from __future__ import annotations
 
-from netloop import calibrate, paths
+from netloop import calibrate_link as calibrate, paths
 from netloop.experiment import expand, for_cell, load_experiment
 from netloop.transports.ros2_bench import parse_ddsperf
 

@@ -329,7 +329,7 @@ def test_keyboard_decoding_and_command():
 
 
 def test_bench_helper_reports_the_costs():
-    from netloop.sim.bench import run_all
+    from netloop.sim.sim_bench import run_all
     r = run_all(paced_seconds=1.5, free_seconds=0.5)
     for key in ("physics_step_ms", "camera_frame_ms", "scan_ms", "rtf", "free_running_speedup"):
         assert r[key] > 0, (key, r)

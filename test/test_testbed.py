@@ -20,7 +20,7 @@ from waiting import wait_until
 
 from netloop.schema import ConfigError
 from netloop.testbed import Testbed, TestbedError, load_profile
-from netloop.testbed import bench, state, util
+from netloop.testbed import link_bench as bench, state, util
 
 pytestmark = [
     pytest.mark.root,

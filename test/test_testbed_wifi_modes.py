@@ -11,7 +11,7 @@ import pytest
 
 from netloop.schema import ConfigError
 from netloop.testbed import Testbed, load_profile
-from netloop.testbed import bench, util
+from netloop.testbed import link_bench as bench, util
 from netloop.testbed.links import wifi_binary
 import test_testbed
 from test_testbed import _assert_gone

@@ -19,7 +19,7 @@ import pytest
 
 from netloop.schema import ConfigError
 from netloop.testbed import Testbed, load_profile
-from netloop.testbed import bench, holprobe, profiles
+from netloop.testbed import link_bench as bench, holprobe, profiles
 import test_testbed
 from test_testbed import PROBE_S, _assert_gone, delivered_in_full
 

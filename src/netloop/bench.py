@@ -92,11 +92,11 @@ def _optional(module: str, what: str) -> dict[str, Any]:
 
 def testbed_figures() -> dict[str, Any]:
     try:
-        from .testbed import bench as tb_bench
+        from .testbed import link_bench
     except ImportError:
         return {"skipped": "testbed benchmarks not available"}
     try:
-        return tb_bench.run_all()
+        return link_bench.run_all()
     except Exception as err:  # e.g. not root: say so in the table, do not fail the others
         return {"skipped": f"{type(err).__name__}: {err}"}
 
@@ -105,9 +105,9 @@ def calibration(out: Path, profile: str = "wifi6") -> dict[str, Any]:
     """Both calibration campaigns on ``profile`` (into ``out/calibration``), judged."""
     if os.geteuid() != 0:
         return {"skipped": "the calibration needs root (network namespaces)"}
-    from . import calibrate  # noqa: PLC0415
-    campaigns = calibrate.run_campaigns(profile, ["tables", "fig19"], None, out / "calibration")
-    report, text = calibrate.summarize(campaigns, profile)
+    from . import calibrate_link  # noqa: PLC0415
+    campaigns = calibrate_link.run_campaigns(profile, ["tables", "fig19"], None, out / "calibration")
+    report, text = calibrate_link.summarize(campaigns, profile)
     return dict(report, text=text)
 
 
@@ -243,9 +243,9 @@ def main(out: Path) -> int:
         print("bench: testbed ...", flush=True)
         results["testbed"] = testbed_figures()
         print("bench: simulator ...", flush=True)
-        results["simulator"] = _optional("netloop.sim.bench", "simulator")
+        results["simulator"] = _optional("netloop.sim.sim_bench", "simulator")
         print("bench: relay transports ...", flush=True)
-        results["relays"] = _optional("netloop.transports.bench", "relay transports")
+        results["relays"] = _optional("netloop.transports.relay_bench", "relay transports")
         print("bench: ROS 2 middlewares (and ddsperf) ...", flush=True)
         results["ros2"] = _optional("netloop.transports.ros2_bench", "ROS 2 middlewares")
         print("bench: calibration of wifi6 (netloop calibrate wifi6) ...", flush=True)

@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .testbed.command import register as register_testbed
     register_testbed(sub)
 
-    from .calibrate import register as register_calibrate
+    from .calibrate_link import register as register_calibrate
     register_calibrate(sub)
 
     from .bags import register as register_bag  # netloop bag synthetic|lidar

@@ -56,7 +56,7 @@ ROBOT_MODULES = (
     "netloop.ros2.zenoh_router",
     "netloop.car_driver",
     "netloop.car_driver.actuators",
-    "netloop.car_driver.calibrate",
+    "netloop.car_driver.calibrate_steering",
     "netloop.car_driver.car_node",
     "netloop.car_driver.controller",
     "netloop.car_driver.fakes",

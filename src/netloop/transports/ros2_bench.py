@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .bench import _flow, _run, _status
+from .relay_bench import _flow, _run, _status
 
 TRANSPORTS = ["tcp_nodelay", "cyclonedds", "fastdds", "zenoh"]
 GOAL_RATIO = 1.5

@@ -15,7 +15,7 @@
   CPU use in % of one core (multimaster: the syncs, which carry no data).
 
 The wifi parts need root (network namespaces, ns-3) and are reported as skipped without.
-Run: ``python -m netloop.transports.bench [--out DIR] [--quick]`` (prints the JSON).
+Run: ``python -m netloop.transports.relay_bench [--out DIR] [--quick]`` (prints the JSON).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Steering calibration helper (no ROS needed).
 
-    python -m netloop.car_driver.calibrate --car smart_video_car --offset 12
-    python -m netloop.car_driver.calibrate --car smart_video_car --offset 12 --sweep
+    python -m netloop.car_driver.calibrate_steering --car smart_video_car --offset 12
+    python -m netloop.car_driver.calibrate_steering --car smart_video_car --offset 12 --sweep
 
 Puts the steering servo at centre + offset (and with ``--sweep`` goes left, centre, right,
 centre, one second each) so you can see whether the front wheels point straight ahead. Repeat

@@ -80,6 +80,6 @@ def run_all(world: str = "arena", width: int = 320, height: int = 240, camera_ra
     return out
 
 
-if __name__ == "__main__":  # python -m netloop.sim.bench
+if __name__ == "__main__":  # python -m netloop.sim.sim_bench
     import json
     print(json.dumps(run_all(), indent=2))
