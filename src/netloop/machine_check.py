@@ -36,7 +36,19 @@ BUILD_INFO = "share/netloop/build_info.txt"
 # Run on the machine: key=value lines, every key prefixed with ws_ (they join the lines of the
 # machine's usual check, netloop.machines._CHECK_SCRIPT, which checks run_root, the interface,
 # Wi-Fi power save and stale processes as for any machine).
-_SCRIPT = r"""
+#: a shell function for the scripts run on a machine: the ROS 2 middlewares a built
+#: libnetloop_ros2.so links (``ros2_linked LIB`` prints e.g. " cyclonedds fastdds")
+ROS2_LINKED_SH = r"""
+ros2_linked() {
+  m=""
+  readelf -d "$1" 2>/dev/null | grep -q 'libddsc\.so' && m="$m cyclonedds"
+  readelf -d "$1" 2>/dev/null | grep -q 'libfastrtps\.so' && m="$m fastdds"
+  nm -D --defined-only "$1" 2>/dev/null | grep -qE ' (z_|nlz_)|zenoh_shim|ZenohParticipant' && m="$m zenoh"
+  echo "$m"
+}
+"""
+
+_SCRIPT = ROS2_LINKED_SH + r"""
 ws=$1; root=$2; nodes=$3; run_root=$4
 case $run_root in "~") run_root=$HOME;; "~/"*) run_root="$HOME/${run_root#??}";; esac
 mkdir -p "$run_root" 2>/dev/null && [ -w "$run_root" ] && echo "ws_run_root=ok"
@@ -49,13 +61,7 @@ for space in devel install; do
   for n in $nodes; do [ -x "$ws/$space/lib/netloop/$n" ] || lacking="$lacking $n"; done
   echo "ws_lacking_$space=$lacking"
   if [ -r "$ws/$space/BUILD_INFO" ]; then sed -n "s/^\([a-z_]*\)=\(.*\)/ws_info_${space}_\1=\2/p" "$ws/$space/BUILD_INFO"; fi
-  if [ -r "$ws/$space/lib/libnetloop_ros2.so" ]; then
-    m=""
-    readelf -d "$ws/$space/lib/libnetloop_ros2.so" 2>/dev/null | grep -q 'libddsc\.so' && m="$m cyclonedds"
-    readelf -d "$ws/$space/lib/libnetloop_ros2.so" 2>/dev/null | grep -q 'libfastrtps\.so' && m="$m fastdds"
-    nm -D --defined-only "$ws/$space/lib/libnetloop_ros2.so" 2>/dev/null | grep -qE ' (z_|nlz_)|zenoh_shim' && m="$m zenoh"
-    echo "ws_ros2_$space=$m"
-  fi
+  [ -r "$ws/$space/lib/libnetloop_ros2.so" ] && echo "ws_ros2_$space=$(ros2_linked "$ws/$space/lib/libnetloop_ros2.so")"
 done
 [ -d "$root" ] && echo "ws_root=ok"
 [ -x "$root/bin/netloop-remote-exec" ] && [ -r "$root/scripts/env.sh" ] && echo "ws_wrapper=ok"

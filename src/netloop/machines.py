@@ -168,7 +168,7 @@ def machines_path(spec: str) -> Path:
 def load_machines(spec: str) -> Machines:
     """The validated hosts file ``spec`` names (ConfigError naming the key otherwise)."""
     path = machines_path(spec)
-    return validate(Machines.schema, load_yaml(str(path)) or {}, str(path))
+    return validate(Machines.schema, load_yaml(str(path)), str(path))
 
 
 class RealHostsError(RuntimeError):
@@ -295,7 +295,7 @@ def _ssh_problem(name: str, machine: Machine, stderr: str) -> str:
 
 
 # Run on every machine (over SSH, or here for the local one) before a run: key=value lines.
-_CHECK_SCRIPT = r"""
+_CHECK_SCRIPT = machine_check.ROS2_LINKED_SH + r"""
 root=$1; run_root=$2; iface=$3
 case $run_root in "~") run_root=$HOME;; "~/"*) run_root="$HOME/${run_root#??}";; esac
 echo "home=$HOME"
@@ -322,11 +322,7 @@ lib="$root/.build/ws/devel/lib/libnetloop_ros2.so"; info="$root/.build/ws/devel/
 if [ -x "$info" ]; then
   echo "ros2=$("$info" 2>/dev/null | grep -oE 'cyclonedds|fastdds|zenoh' | sort -u | tr '\n' ' ')"
 elif [ -r "$lib" ]; then
-  m=""
-  readelf -d "$lib" 2>/dev/null | grep -q 'libddsc\.so' && m="$m cyclonedds"
-  readelf -d "$lib" 2>/dev/null | grep -q 'libfastrtps\.so' && m="$m fastdds"
-  nm -D --defined-only "$lib" 2>/dev/null | grep -qE ' (z_|nlz_)|zenoh_shim|ZenohParticipant' && m="$m zenoh"
-  echo "ros2=$m"
+  echo "ros2=$(ros2_linked "$lib")"
 else
   echo "ros2="
 fi

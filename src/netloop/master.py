@@ -12,6 +12,7 @@ from typing import Any
 from .netns import NetnsCaller
 from .polling import wait_for as _wait_for
 from .processes import ManagedProcess, ProcessGroup, log_tail
+from .transports.mm_sync import rpc as timed_rpc   # an XML-RPC proxy whose calls time out
 
 #: the package's one polling helper (netloop.polling), also importable from here
 wait_for = _wait_for
@@ -73,17 +74,6 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 class MasterError(RuntimeError):
     pass
-
-
-class _TimeoutTransport(xmlrpc.client.Transport):
-    def __init__(self, timeout: float):
-        super().__init__()
-        self.timeout = timeout
-
-    def make_connection(self, host):
-        conn = super().make_connection(host)
-        conn.timeout = self.timeout
-        return conn
 
 
 class RosMaster:
@@ -151,8 +141,7 @@ class RosMaster:
         """The master answers getPid within ``timeout`` seconds (another server on its port
         may accept the connection and never answer)."""
         def call():
-            proxy = xmlrpc.client.ServerProxy(self.uri, transport=_TimeoutTransport(timeout))
-            return proxy.getPid(CALLER_ID)
+            return timed_rpc(self.uri, timeout).getPid(CALLER_ID)
         try:
             code, _, _ = self.rpc_caller(call)
             return code == 1

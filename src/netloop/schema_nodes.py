@@ -44,9 +44,12 @@ class ConfigError(ValueError):
 
     @classmethod
     def collect(cls, found: list["ConfigError"], source: str | None = None) -> "ConfigError":
-        """One error holding every problem of ``found`` (in order)."""
-        errors = [e for err in found for e in err.errors]
-        return cls(errors[0][0], errors[0][1], source or found[0].source, errors)
+        """One error holding every problem of ``found`` (in order); a problem of another file
+        (a hosts file or link profile the document names) says which file."""
+        source = source or found[0].source
+        errors = [(k, m if err.source in (None, source) else f"{m} (in {err.source})")
+                  for err in found for k, m in err.errors]
+        return cls(errors[0][0], errors[0][1], source, errors)
 
     def rekeyed(self, prefix: str = "", source: str | None = None) -> "ConfigError":
         """The same problems with ``prefix`` put in front of every key (``loop.teleop.sim`` +
@@ -301,14 +304,26 @@ def validate(schema: Node, data: Any, source: str | None = None) -> Any:
 
 
 def load_yaml(path: str) -> Any:
-    """Read a YAML file, turning I/O and syntax problems into ConfigError."""
+    """Read a YAML file, turning I/O, encoding and syntax problems into ConfigError, and a
+    file with no document (empty, or only comments) too: nothing in a file is never what
+    its author meant to run."""
     try:
         with open(path, encoding="utf-8") as f:
-            return yaml.safe_load(f)
+            doc = yaml.safe_load(f)
     except FileNotFoundError:
         raise ConfigError("", "file not found", str(path)) from None
+    except IsADirectoryError:
+        raise ConfigError("", "is a directory, not a YAML file", str(path)) from None
+    except PermissionError:
+        raise ConfigError("", "cannot be read (permission denied)", str(path)) from None
+    except UnicodeDecodeError as err:
+        raise ConfigError("", f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}): "
+                              f"a YAML file is expected", str(path)) from None
     except yaml.YAMLError as err:
         raise ConfigError("", f"not valid YAML: {err}", str(path)) from None
+    if doc is None:
+        raise ConfigError("", "the file is empty (no YAML document, only blanks or comments)", str(path))
+    return doc
 
 
 def describe(schema: Node, prefix: str = "") -> list[tuple[str, str, str, str]]:

@@ -35,7 +35,7 @@ TOPIC_TOOLS_RELAY = next((p for p in ("/opt/ros/noetic/lib/topic_tools/relay", "
 
 def teleop_trial_params(loop: "Loop") -> dict[str, Any]:
     """The trial's parameters: controllers/config/teleop_trial.yaml with the experiment's overrides."""
-    base = load_yaml(str(TRIAL_CONFIG)) or {}
+    base = load_yaml(str(TRIAL_CONFIG))
     return {**base, **loop.teleop.trial}
 
 
@@ -72,7 +72,7 @@ class TeleopLoop(LoopKind):
                 raise ConfigError("loop.teleop.world", str(err)) from None
         with found.check("loop.teleop.sim"):
             get_simulator(teleop.simulator).check_params(teleop.sim, teleop.world)
-        known = set(load_yaml(str(TRIAL_CONFIG)) or {})
+        known = set(load_yaml(str(TRIAL_CONFIG)))
         for key in teleop.trial:
             if key not in known:
                 found.add(f"loop.teleop.trial.{key}", f"unknown trial parameter; allowed: {', '.join(sorted(known))}")

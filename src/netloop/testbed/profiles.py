@@ -350,7 +350,7 @@ def _raw_profile(name: str, names: list[str], seen: tuple[str, ...] = ()) -> dic
     """``config/links/<name>.yaml`` as written; a profile with ``extends: <other>`` is the other
     profile's keys with its own on top (one level of keys; chains allowed, cycles refused)."""
     path = LINKS_DIR / f"{name}.yaml"
-    raw = load_yaml(str(path)) or {}
+    raw = load_yaml(str(path))
     if not isinstance(raw, dict):
         raise ConfigError("", "a link profile must be a mapping", str(path))
     raw = copy.deepcopy(raw)

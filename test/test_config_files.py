@@ -1,0 +1,61 @@
+"""A configuration file that is not one (bytes that are not UTF-8, nothing in it, a folder)
+gets one line naming the file, from `netloop validate` and `netloop run` alike, before
+anything starts; a problem in a file the experiment names (a hosts file) names that file."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+from netloop import paths
+from netloop.experiment import load_experiment
+from netloop.schema import ConfigError
+
+NETLOOP = str(paths.REPO / "bin" / "netloop")
+
+
+def _bad_files(tmp_path):
+    (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe\x00name: x\n")
+    (tmp_path / "empty.yaml").write_text("")
+    (tmp_path / "comments.yaml").write_text("# only a comment\n\n")
+    (tmp_path / "folder.yaml").mkdir()
+    return {"binary.yaml": "not UTF-8 text (byte 0xff at offset 0)",
+            "empty.yaml": "the file is empty",
+            "comments.yaml": "the file is empty",
+            "folder.yaml": "is a directory"}
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_file_that_is_not_a_yaml_document_is_refused_in_one_line(tmp_path, command):
+    for name, words in _bad_files(tmp_path).items():
+        path = tmp_path / name
+        args = [NETLOOP, command, str(path)] + (["--results", str(tmp_path / "results")] if command == "run" else [])
+        r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2, (name, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(path) in lines[0] and words in lines[0], (name, r.stderr)
+        assert "Traceback" not in r.stderr
+    assert not (tmp_path / "results").exists()   # nothing started, nothing written
+
+
+def test_the_loader_raises_config_errors_naming_the_file(tmp_path):
+    for name, words in _bad_files(tmp_path).items():
+        with pytest.raises(ConfigError) as err:
+            load_experiment(tmp_path / name)
+        assert err.value.source == str(tmp_path / name) and words in str(err.value)
+
+
+def test_a_bad_hosts_file_is_named_in_the_experiments_errors(tmp_path):
+    hosts = tmp_path / "lab.yaml"
+    hosts.write_text(yaml.safe_dump({"hosts": {"operator": {"address": "10.0.0.1", "local": True},
+                                               "robot": {"address": "10.0.0.2", "bogus": 1}}}))
+    exp = paths.REPO / "experiments" / "real" / "rlc_wifi.yaml"
+    r = subprocess.run([NETLOOP, "validate", str(exp), "--machines", str(hosts)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2
+    assert "hosts.robot.bogus: unknown key" in r.stderr and f"(in {hosts})" in r.stderr, r.stderr
+    (tmp_path / "empty_hosts.yaml").write_text("")
+    r = subprocess.run([NETLOOP, "validate", str(exp), "--machines", str(tmp_path / "empty_hosts.yaml")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "the file is empty" in r.stderr and "empty_hosts.yaml" in r.stderr, r.stderr
