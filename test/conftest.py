@@ -38,6 +38,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.integration)
 
 
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_master(request, monkeypatch):
+    """A test marked neither ``integration`` nor ``root`` is a unit test (``make test-fast``):
+    starting a ROS master in it fails at once, naming the mark it needs."""
+    if request.node.get_closest_marker("integration") or request.node.get_closest_marker("root"):
+        return
+
+    def refuse(self, *args, **kwargs):
+        pytest.fail(f"{request.node.nodeid} starts a ROS master: mark it integration "
+                    f"(make test-fast runs only tests without ROS processes)")
+    monkeypatch.setattr(RosMaster, "start", refuse)
+
+
 @pytest.fixture(scope="session")
 def ros_env():
     if shutil.which("roscore", path=rosenv.base_env()["PATH"]) is None:
