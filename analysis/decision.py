@@ -280,29 +280,15 @@ def _describe(section: Section, descriptions: dict[str, str], transports: list[s
 
 
 def transport_descriptions(runs: list[RunAnalysis]) -> dict[str, str]:
-    """transport -> its one-line description: as the run recorded it (metadata.json →
-    transport.description), else from the transport registry."""
+    """transport -> its one-line description, as the run recorded it (metadata.json →
+    transport.description); a transport whose runs recorded none is not described."""
     out: dict[str, str] = {}
     for a in runs:
         text = ((a.meta or {}).get("transport") or {}).get("description") if isinstance(
             (a.meta or {}).get("transport"), dict) else None
         if text and a.transport not in out:
             out[a.transport] = text
-    for name in {a.transport for a in runs} - set(out):
-        text = registry_description(name)
-        if text:
-            out[name] = text
     return out
-
-
-def registry_description(name: str) -> str | None:
-    """The description the transport registry gives ``name`` (None when unknown or the
-    transports cannot be imported here)."""
-    try:
-        from ..transports import get_transport  # noqa: PLC0415 - only when a run did not record it
-        return get_transport(name).description or None
-    except Exception:   # an unknown name, or a checkout without the run-time stack
-        return None
 
 
 def glossary_section() -> Section:

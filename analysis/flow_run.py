@@ -27,9 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..experiment import RunSpec
-from ..flows import sink_names
 from ..model import Flow
-from ..rundir import RunDir
+from ..rundir import RunDir, sink_names
 from ..schema import ConfigError
 from . import clocks, metrics, outages
 from .records import RecordError, read_events
@@ -81,7 +80,7 @@ def analyse_flow(run_dir: Path, flow: Flow | RecordedFlow) -> FlowResult:
 
 
 def analyse_flow_receivers(run_dir: Path, flow: Flow | RecordedFlow) -> list[FlowResult]:
-    """The measurements of one flow, one result per subscriber (in ``flows.sink_names`` order)."""
+    """The measurements of one flow, one result per subscriber (in ``rundir.sink_names`` order)."""
     recorded = flow if isinstance(flow, RecordedFlow) else RecordedFlow(flow, flow.name)
     receivers = sink_names(recorded.flow)
     several = len(receivers) > 1

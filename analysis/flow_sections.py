@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from ..testbed.links import robot_number
 from . import degradation, plots
 from .rendering import Section
 from .results import FlowResult, RunAnalysis
@@ -188,6 +187,12 @@ def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbi
     return out
 
 
+def _host_order(host: str) -> tuple[int, str]:
+    """Sorts ``robot``, ``robot2`` ... ``robot10`` by their number (a name without one first)."""
+    digits = host[len(host.rstrip("0123456789")):]
+    return (int(digits) if digits else 1, host)
+
+
 def per_robot_rows(samples: list[FlowSample], rank: list[str],
                    transport_order: list[str] | None) -> tuple[list[str], list[list]]:
     """The table of a per_robot flow entry: one row per setting, transport and robot."""
@@ -200,7 +205,7 @@ def per_robot_rows(samples: list[FlowSample], rank: list[str],
         setting, transport, flow = k
         return (rank.index(setting) if setting in rank else len(rank),
                 order.index(transport) if transport in order else len(order), transport,
-                robot_number(flow.rsplit("_", 1)[-1]) or 1)
+                _host_order(flow.rsplit("_", 1)[-1]))
     rows = [[setting, transport, flow.rsplit("_", 1)[-1], len(group),
              median_of(g.result.delay["p50_ms"] for g in group if g.result.delay),
              median_of(g.result.delay["p95_ms"] for g in group if g.result.delay),

@@ -37,7 +37,6 @@ from typing import Any
 
 from ..jsonio import write_json_atomic
 from ..rundir import RunDir, invalid_attempts
-from ..testbed.profiles import link_capacity_mbit
 from . import clocks, decision, degradation, flow_sections, outages, prediction, ros2_section
 from .flow_run import analyse_flow_receivers, recorded_flows
 from .loop_kinds import KINDS, ReportContext, analysis_for, loop_type_of
@@ -411,10 +410,18 @@ def _one_way_delays(a: RunAnalysis):
 
 
 def _capacity(meta: dict[str, Any]) -> float | None:
-    try:
-        return link_capacity_mbit((meta.get("link") or {}).get("params") or {})
-    except (KeyError, TypeError, ValueError):
-        return None
+    """The link's nominal capacity [Mbit/s] as the run recorded it (metadata.json ->
+    link.capacity_mbit); None when it has none (loopback, real machines) or the run directory
+    is older than the record (:func:`_capacity_unknown`)."""
+    value = (meta.get("link") or {}).get("capacity_mbit")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _capacity_unknown(meta: dict[str, Any]) -> bool:
+    """An emulated link whose run directory does not record its capacity (written before
+    link.capacity_mbit was)."""
+    link = meta.get("link") or {}
+    return bool(link.get("params")) and "capacity_mbit" not in link and link.get("type") != "real"
 
 
 def opening(meta: dict[str, Any], exp: dict[str, Any], analyses: list[RunAnalysis], absent: list[dict],
@@ -432,7 +439,8 @@ def opening(meta: dict[str, Any], exp: dict[str, Any], analyses: list[RunAnalysi
         f"experiment: **{exp.get('name', '?')}** — {exp.get('description', '')}".rstrip(" —"),
         f"link: `{link.get('profile', exp.get('link', '?'))}`"
         f"{' — ' + params['description'] if params.get('description') else ''}"
-        f"{'; overrides ' + str(exp['link_params']) if exp.get('link_params') else ''}",
+        f"{'; overrides ' + str(exp['link_params']) if exp.get('link_params') else ''}"
+        f"{'; nominal capacity unknown (not recorded in this run directory)' if _capacity_unknown(meta) else ''}",
         *(["sweep: " + "; ".join(f"`{k}` = {v}" for k, v in sweep.items())] if sweep else []),
         f"repetitions: {exp.get('repetitions', '?')}",
         f"git {(git.get('commit') or '?')[:10]}{' (dirty)' if git.get('dirty') else ''}; "

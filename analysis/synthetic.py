@@ -40,6 +40,16 @@ def _row(kind, topic, seq, value, stamp, recv=-1, answer_seq=-1, answer_stamp=-1
     return f"{kind},{topic},{seq},{value!r},{stamp},{recv},{answer_seq},{answer_stamp},{size}\n"
 
 
+def _transport_record(name: str) -> dict[str, Any]:
+    """What the runner records about a transport (name, description). This module writes run
+    directories as a run would, so it, alone in analysis/, asks the run-time registry."""
+    from ..transports import get_transport  # noqa: PLC0415
+    try:
+        return get_transport(name).metadata()
+    except KeyError:   # a name the registry does not know: recorded as given
+        return {"name": name}
+
+
 def write_run(run_dir: str | Path, cfg: dict, y_delays, u_delays, sample_times=None, controller_s: float = 0.0,
               status: str = "complete", t0_ns: int = T0_NS) -> SyntheticRun:
     """One run directory for the experiment ``cfg`` (validated, one transport, with ``cell``)."""
@@ -90,9 +100,10 @@ def write_run(run_dir: str | Path, cfg: dict, y_delays, u_delays, sample_times=N
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
     meta = {"format": "netloop-run/1", "records_format": "netloop-events/1", "status": status,
             "start_time": now, "end_time": None if status == "running" else now, "run_id": run_dir.name,
-            "experiment": cfg, "transport": {"name": cfg["transport"]}, "git": {"commit": "synthetic", "dirty": False},
+            "experiment": cfg, "transport": _transport_record(cfg["transport"]), "git": {"commit": "synthetic", "dirty": False},
             "host": {"cpu": "synthetic", "cores": 0},
-            "link": {"profile": cfg["link"], "params": {"description": "synthetic records (analysis.synthetic)"}},
+            "link": {"profile": cfg["link"], "params": {"description": "synthetic records (analysis.synthetic)"},
+                     "capacity_mbit": None},
             "loop": {"type": loop["type"], "placement": loop["placement"]}, "negotiated_transport": {},
             "error": None if status == "complete" else f"synthetic {status}"}
     (run_dir / "metadata.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")

@@ -30,6 +30,7 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from .rundir import sink_names
 from .schema import Collector, ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -160,15 +161,6 @@ def camera_frames(out_dir: Path, width: int, height: int, quality: int, frames: 
         noisy = np.clip(img.astype(np.int16) + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
         cv2.imwrite(str(out_dir / f"frame_{k:03d}.jpg"), noisy, [cv2.IMWRITE_JPEG_QUALITY, quality])
     return out_dir
-
-
-def sink_names(flow: "Flow") -> list[tuple[str, str, str]]:
-    """Every subscriber of a flow as (node name, host, record file name): ``flow_<name>_sink``
-    and ``flow_<name>_rx.csv`` for a flow's only subscriber, numbered from 1 otherwise."""
-    hosts = flow.subscriber_hosts
-    if len(hosts) == 1:
-        return [(f"flow_{flow.name}_sink", hosts[0], f"flow_{flow.name}_rx.csv")]
-    return [(f"flow_{flow.name}_sink{k}", host, f"flow_{flow.name}_rx{k}.csv") for k, host in enumerate(hosts, 1)]
 
 
 def flow_processes(flow: "Flow", transport: str, run_dir: Path, node_binary,

@@ -121,6 +121,17 @@ class RunDir:
         write_json_atomic(self.metadata_path, data)
 
 
+def sink_names(flow: Any) -> list[tuple[str, str, str]]:
+    """Every subscriber of a flow (a :class:`netloop.model.Flow`) as (node name, host, record
+    file name): ``flow_<name>_sink`` and ``flow_<name>_rx.csv`` for a flow's only subscriber,
+    numbered from 1 otherwise. The run (:mod:`netloop.flows`) starts them under these names and
+    the analysis reads their records by them."""
+    hosts = flow.subscriber_hosts
+    if len(hosts) == 1:
+        return [(f"flow_{flow.name}_sink", hosts[0], f"flow_{flow.name}_rx.csv")]
+    return [(f"flow_{flow.name}_sink{k}", host, f"flow_{flow.name}_rx{k}.csv") for k, host in enumerate(hosts, 1)]
+
+
 def status_problem(meta: dict[str, Any]) -> str | None:
     """What a run's recorded status says is wrong with it (None for a complete run)."""
     status = meta.get("status")

@@ -241,6 +241,7 @@ class Testbed:
         """Profile, actual parameters and emulator statistics, for a run's metadata.json."""
         return {
             "profile": self.name, "type": self.profile["type"], "params": dict(self.profile),
+            "capacity_mbit": self.link_mbit,   # for the report: the analysis reads no link profile
             "testbed_id": self.id,
             "hosts": {h: {"namespace": self._netns.get(h), "address": self.address(h),
                           "interface": None if self.is_loopback else "net0"}
