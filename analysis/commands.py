@@ -17,11 +17,12 @@ def _cmd_compare(args) -> int:
     from .rendering import print_summary  # noqa: PLC0415
     from .report import ReportError  # noqa: PLC0415
     try:
-        md, html = compare(Path(args.a), Path(args.b), Path(args.out), tuple(args.labels) if args.labels else None)
+        doc = compare(Path(args.a), Path(args.b), Path(args.out), tuple(args.labels) if args.labels else None)
     except ReportError as err:
         print(f"netloop compare: {err}", file=sys.stderr)
         return 2
-    print_summary(md)
+    md, html = doc.written
+    print_summary(doc.summary())
     print(html)
     print(md)
     return 0

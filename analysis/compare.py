@@ -54,8 +54,9 @@ def _diff(a: float, b: float) -> float:
     return b - a if math.isfinite(a) and math.isfinite(b) else math.nan
 
 
-def compare(a_dir: Path, b_dir: Path, out: Path = Path("."), labels: tuple[str, str] | None = None) -> tuple[Path, Path]:
-    """Write compare.md, compare.html, compare.csv and compare_figures/ into ``out``."""
+def compare(a_dir: Path, b_dir: Path, out: Path = Path("."), labels: tuple[str, str] | None = None) -> Document:
+    """Write compare.md, compare.html, compare.csv and compare_figures/ into ``out``; returns the
+    document (``written``: the paths of compare.md and compare.html)."""
     A = Campaign(a_dir, labels[0] if labels else None)
     B = Campaign(b_dir, labels[1] if labels else None)
     if A.label == B.label:
@@ -139,4 +140,5 @@ def compare(a_dir: Path, b_dir: Path, out: Path = Path("."), labels: tuple[str, 
                 for c, name in ((A, "A"), (B, "B")) for a in c.analyses if a.problems]
     if problems:
         doc.add(Section("Problems").ul(problems, "problems"))
-    return doc.write(out / "compare.md", out / "compare.html")
+    doc.write(out / "compare.md", out / "compare.html")
+    return doc

@@ -90,6 +90,8 @@ class Document:
     title: str
     base: Path
     sections: list[Section] = field(default_factory=list)
+    #: (report.md, report.html) once :meth:`write` wrote them
+    written: tuple[Path, Path] | None = field(default=None, repr=False)
 
     def add(self, *sections: Section | None) -> "Document":
         self.sections += [s for s in sections if s is not None and (s.title or s.blocks)]
@@ -110,7 +112,14 @@ class Document:
     def write(self, md_path: Path, html_path: Path) -> tuple[Path, Path]:
         Path(md_path).write_text(self.markdown(), encoding="utf-8")
         Path(html_path).write_text(self.html(), encoding="utf-8")
-        return Path(md_path), Path(html_path)
+        self.written = (Path(md_path), Path(html_path))
+        return self.written
+
+    def summary(self) -> list[str]:
+        """The paragraphs of the ``Summary`` section as plain text (:func:`summary_text`):
+        what ``netloop run``, ``report`` and ``compare`` print (:func:`print_summary`)."""
+        return [summary_text(block.text) for section in self.sections if section.title == "Summary"
+                for block in section.blocks if isinstance(block, Paragraph)]
 
 
 def _markdown_block(block: Block, base: Path) -> list[str]:
@@ -185,10 +194,15 @@ def _relative(path: Path, base: Path) -> str:
         return Path(path).as_posix()
 
 
+def summary_text(text: str) -> str:
+    """A summary paragraph for a terminal: ``**`` emphasis dropped, on one line."""
+    return " ".join(_BOLD.sub(r"\1", text).split())
+
+
 def summary_paragraphs(md_path: Path) -> list[str]:
     """The paragraphs of the ``## Summary`` section of a Markdown file a :class:`Document`
-    wrote (report.md, compare.md), as plain text: ``**`` emphasis dropped, each paragraph on
-    one line; ``[]`` when the file is missing or has no Summary."""
+    wrote (report.md, compare.md) as :func:`summary_text`; ``[]`` when the file is missing or
+    has no Summary. (The commands print :meth:`Document.summary` of the document they built.)"""
     try:
         text = Path(md_path).read_text(encoding="utf-8")
     except OSError:
@@ -196,15 +210,14 @@ def summary_paragraphs(md_path: Path) -> list[str]:
     found = re.search(r"^## Summary\n(.*?)(?=^#{1,2} |\Z)", text, re.S | re.M)
     if not found:
         return []
-    return [" ".join(_BOLD.sub(r"\1", para).split())
-            for para in found.group(1).split("\n\n") if para.strip()]
+    return [summary_text(para) for para in found.group(1).split("\n\n") if para.strip()]
 
 
-def print_summary(md_path: Path, width: int = 100) -> None:
-    """Print :func:`summary_paragraphs` for a terminal: a ``netloop: summary`` line, then one
-    bullet per paragraph wrapped to ``width`` columns; nothing when there is no Summary. What
-    ``netloop run``, ``netloop report`` and ``netloop compare`` print before their files' paths."""
-    paragraphs = summary_paragraphs(md_path)
+def print_summary(paragraphs: list[str], width: int = 100) -> None:
+    """Print a document's summary (:meth:`Document.summary`) for a terminal: a ``netloop:
+    summary`` line, then one bullet per paragraph wrapped to ``width`` columns; nothing when
+    there is none. What ``netloop run``, ``netloop report`` and ``netloop compare`` print
+    before their files' paths."""
     if paragraphs:
         print("netloop: summary")
         for para in paragraphs:

@@ -174,6 +174,12 @@ def run_rows(loop_runs: list[RunAnalysis]) -> tuple[list[str], list[list[Any]]]:
 def write_report(path: Path) -> Path:
     """Analyse every run under ``path`` and write report.html, report.md, CSV tables and
     figures/ there; returns the path of report.html."""
+    return write_report_document(path).written[1]
+
+
+def write_report_document(path: Path) -> Document:
+    """:func:`write_report`, returning the report's document (its ``summary()`` is what the
+    commands print; ``written`` the paths of report.md and report.html)."""
     path = Path(path)
     run_dirs = find_run_dirs(path)
     analyses = [analyse_run(d) for d in run_dirs]
@@ -233,7 +239,7 @@ def write_report(path: Path) -> Path:
     doc.add(closing(loop_runs, excluded, broken, absent))
     doc.add(decision.glossary_section())
     doc.write(path / "report.md", path / "report.html")
-    return path / "report.html"
+    return doc
 
 
 def cpu_section(runs: list[RunAnalysis]) -> Section | None:

@@ -114,24 +114,24 @@ def _cmd_run(args) -> int:
               f"continue with: netloop run --resume {out}", file=sys.stderr)
         return 130
     from .analysis.rendering import print_summary  # noqa: PLC0415
-    from .analysis.report import write_report  # matplotlib: only once there is something to plot
-    report = write_report(out)
+    from .analysis.report import write_report_document  # matplotlib: only once there is something to plot
+    doc = write_report_document(out)
     print(f"netloop: {runner.campaign_summary(out)}")
-    print_summary(report.with_name("report.md"))
-    print(f"netloop: report written to {report}")
+    print_summary(doc.summary())
+    print(f"netloop: report written to {doc.written[1]}")
     return 0
 
 
 def _cmd_report(args) -> int:
     from .analysis.rendering import print_summary  # noqa: PLC0415
-    from .analysis.report import ReportError, write_report
+    from .analysis.report import ReportError, write_report_document
     try:
-        report = write_report(Path(args.results))
+        doc = write_report_document(Path(args.results))
     except ReportError as err:
         print(f"netloop report: {err}", file=sys.stderr)
         return 2
-    print_summary(report.with_name("report.md"))
-    print(report)
+    print_summary(doc.summary())
+    print(doc.written[1])
     return 0
 
 
