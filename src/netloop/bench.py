@@ -91,14 +91,9 @@ def _optional(module: str, what: str) -> dict[str, Any]:
 
 
 def testbed_figures() -> dict[str, Any]:
-    try:
-        from .testbed import link_bench
-    except ImportError:
-        return {"skipped": "testbed benchmarks not available"}
-    try:
-        return link_bench.run_all()
-    except Exception as err:  # e.g. not root: say so in the table, do not fail the others
-        return {"skipped": f"{type(err).__name__}: {err}"}
+    """The testbed's figures (:mod:`netloop.testbed.link_bench`); when they cannot be measured
+    here (not root, a dependency missing) why, as for the other components."""
+    return _optional("netloop.testbed.link_bench", "testbed")
 
 
 def calibration(out: Path, profile: str = "wifi6") -> dict[str, Any]:
