@@ -26,8 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..experiment import RunSpec
-from ..model import Flow
+from ..model import Flow, RunSpec
 from ..rundir import RunDir, sink_names
 from ..schema import ConfigError
 from . import clocks, metrics, outages

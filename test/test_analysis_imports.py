@@ -1,10 +1,13 @@
 """analysis/ reads run directories; it imports no module of the run itself (testbed, runner,
 transports, machines, processes, masters, flows, loops, ...). What it needs about links,
 profiles and transports travels in the run directory (metadata.json). Checked statically
-(ast), every import statement of every module, also those inside functions."""
+(ast), every import statement of every module, also those inside functions; and at run time,
+what importing every module of analysis/ loads (so no allowed module pulls in the run)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -17,7 +20,7 @@ ALLOWED = {
     "netloop.schema": "the typed configuration's nodes and errors",
     "netloop.schema_nodes": "the typed configuration's nodes and errors",
     "netloop.model": "the experiment file's typed model (data)",
-    "netloop.experiment": "the recorded experiment typed again (RunSpec.from_metadata), cells of a sweep",
+    "netloop.ros2.qos": "ROS 2's QoS profiles by name (data of the experiment model)",
     "netloop.clocksync": "offset_at: arithmetic over the clock exchanges a run recorded",
     "netloop.msg": "generated ROS message classes (the live plot subscribes to the loop's samples)",
 }
@@ -25,7 +28,8 @@ ALLOWED = {
 #: Modules of analysis/ allowed more, and why.
 EXCEPTIONS = {
     "synthetic.py": {"netloop.transports": "writes run directories as a run would (test and example data): "
-                                          "records each transport's description from the registry"},
+                                          "records each transport's description from the registry",
+                     "netloop.experiment": "expands the experiment into cells as netloop run does"},
 }
 
 
@@ -71,3 +75,20 @@ def test_the_check_sees_a_runtime_import(tmp_path):
         assert forbidden(f, set(ALLOWED)), source
     f.write_text("from ..rundir import RunDir, sink_names\nfrom . import metrics\nfrom ..schema import ConfigError\n")
     assert not forbidden(f, set(ALLOWED))
+
+
+#: What importing analysis/ (less synthetic.py) may load of netloop besides ALLOWED: packages'
+#: __init__ files and what the allowed modules import (paths, the ROS environment record).
+LOADED_TOO = {"netloop", "netloop.paths", "netloop.rosenv", "netloop.ros2"}
+
+
+def test_importing_the_analysis_loads_no_runtime_module():
+    modules = [f"netloop.analysis.{f.stem}" for f in sorted(ANALYSIS.glob("*.py"))
+               if f.stem not in ("__init__", "synthetic")]
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            "print('\\n'.join(m for m in sys.modules if m.startswith('netloop')))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert res.returncode == 0, res.stderr[-2000:]
+    loaded = {m for m in res.stdout.split() if not m.startswith("netloop.analysis")}
+    assert loaded - set(ALLOWED) - LOADED_TOO == set()

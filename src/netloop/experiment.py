@@ -11,14 +11,14 @@ import copy
 import itertools
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .flows import check_flows, link_bits_per_second, message_bytes
 from .loops import get_loop_kind
 from .machines import load_machines
-from .model import Experiment
+from .model import Experiment, RunSpec
 from .schema import Collector, ConfigError, load_yaml, to_dict, validate
 from .testbed import Testbed, load_profile
 from .testbed.profiles import link_capacity_mbit
@@ -50,37 +50,6 @@ class Cell:
         for bad in "/[] ":
             safe = safe.replace(bad, "_")
         return f"{safe}-r{self.repetition}"
-
-
-@dataclass
-class RunSpec:
-    """What one run is: the experiment with its cell's sweep settings applied, and the cell."""
-
-    experiment: Experiment
-    transport: str
-    repetition: int
-    condition: str
-    settings: dict[str, Any] = field(default_factory=dict)
-
-    def metadata(self) -> dict[str, Any]:
-        """The experiment as a run's metadata.json records it: every key, with the run's one
-        transport, its repetition and cell."""
-        out = to_dict(self.experiment)
-        out.update(transport=self.transport, repetition=self.repetition,
-                   cell={"condition": self.condition, "settings": dict(self.settings)})
-        return out
-
-    @classmethod
-    def from_metadata(cls, doc: dict[str, Any]) -> "RunSpec":
-        """The run a metadata.json's ``experiment`` describes, typed again (the inverse of
-        :meth:`metadata`); ConfigError when it does not fit the model. Only the keys are
-        checked, not the machine (link profiles and hosts), so results from elsewhere load."""
-        doc = dict(doc)
-        transport = doc.pop("transport", None)
-        repetition, cell = doc.pop("repetition", 0), doc.pop("cell", None) or {}
-        exp: Experiment = validate(Experiment.schema, dict(doc, transport=transport))
-        return cls(exp, transport if isinstance(transport, str) else exp.transport[0], int(repetition or 0),
-                   cell.get("condition", ""), dict(cell.get("settings") or {}))
 
 
 def _short(path: str) -> str:

@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any
 
 from .ros2.qos import override_fields
-from .schema import Any_, Bool, Enum, Int, List, Map, Num, Str, key, section
+from .schema import Any_, Bool, Enum, Int, List, Map, Num, Str, key, section, to_dict, validate
 
 FLOW_KINDS = ["generic", "camera", "lidar_bag", "topic", "echo"]
 FLOW_TRANSPORTS = ["same", "tcp", "tcp_nodelay", "udp"]
@@ -264,3 +264,34 @@ class Experiment:
             except Exception:  # noqa: BLE001 - a profile from elsewhere: one robot
                 robots = 1
         return robot_names(int(robots))
+
+
+@dataclasses.dataclass
+class RunSpec:
+    """What one run is: the experiment with its cell's sweep settings applied, and the cell."""
+
+    experiment: Experiment
+    transport: str
+    repetition: int
+    condition: str
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def metadata(self) -> dict[str, Any]:
+        """The experiment as a run's metadata.json records it: every key, with the run's one
+        transport, its repetition and cell."""
+        out = to_dict(self.experiment)
+        out.update(transport=self.transport, repetition=self.repetition,
+                   cell={"condition": self.condition, "settings": dict(self.settings)})
+        return out
+
+    @classmethod
+    def from_metadata(cls, doc: dict[str, Any]) -> "RunSpec":
+        """The run a metadata.json's ``experiment`` describes, typed again (the inverse of
+        :meth:`metadata`); ConfigError when it does not fit the model. Only the keys are
+        checked, not the machine (link profiles and hosts), so results from elsewhere load."""
+        doc = dict(doc)
+        transport = doc.pop("transport", None)
+        repetition, cell = doc.pop("repetition", 0), doc.pop("cell", None) or {}
+        exp: Experiment = validate(Experiment.schema, dict(doc, transport=transport))
+        return cls(exp, transport if isinstance(transport, str) else exp.transport[0], int(repetition or 0),
+                   cell.get("condition", ""), dict(cell.get("settings") or {}))
