@@ -66,6 +66,14 @@ python="$root/.venv/bin/python"
 [ -x "$python" ] || python=/usr/bin/python3
 args=(-j"$(nproc)" -DPYTHON_EXECUTABLE="$python" -DCATKIN_ENABLE_TESTING=OFF -DNETLOOP_ROBOT_ONLY="$robot"
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNETLOOP_ZENOH_SHIM_LIB="$zenoh_target/release/libnetloop_zenoh_shim.a")
+# ccache, where installed (make setup installs it), keeps compiled objects in a per-user cache
+# shared by every clone, like the Zenoh shim's target directory: paths under this checkout are
+# hashed relative to it, so another clone, or another workspace inside .build/, reuses them.
+if command -v ccache >/dev/null 2>&1 && [ -z "${NETLOOP_NO_CCACHE:-}" ]; then
+  export CCACHE_DIR="${NETLOOP_CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/netloop/ccache}"
+  export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-2G}"
+  args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 [ -n "$prefix" ] && args+=(-DCMAKE_INSTALL_PREFIX="$prefix" install)
 catkin_make "${args[@]}" > "$log" 2>&1 || {
   tail -40 "$log" >&2

@@ -16,7 +16,7 @@ ros_debian=(ros-core-dev ros-base-dev python3-rospy python3-roslaunch python3-ro
   rviz ros-robot-state-publisher joint-state-publisher python3-visualization-msgs)
 common=(build-essential cmake libgtest-dev python3-venv python3-dev iproute2 procps xvfb liburdfdom-tools
   ns3 libns3-dev libgsl-dev openssh-server openssh-client rsync faketime ignition-tools libsdformat-dev ruby python3-tk imagemagick x11-utils zlib1g-dev clang-14 libclang-rt-14-dev
-  cyclonedds-dev cyclonedds-tools libfastrtps-dev libfastcdr-dev fastddsgen)
+  cyclonedds-dev cyclonedds-tools libfastrtps-dev libfastcdr-dev fastddsgen ccache)
 
 # Zenoh (src/zenoh_shim, the zenoh crate) needs Rust >= 1.75. Debian 12's cargo is 1.63; its
 # cargo-web (bookworm main and security) is recent, so it is installed where no cargo >= 1.75 is

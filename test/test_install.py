@@ -55,10 +55,14 @@ def sourced_env(setup_script: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def install_space():
-    with tempfile.TemporaryDirectory(prefix="netloop-install-") as tmp:
+    # the workspace inside .build/ beside the checkout's own (.build/ws), so that ccache's objects
+    # of that build serve this one (scripts/build.sh: paths hashed relative to the checkout)
+    (REPO / ".build").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="netloop-install-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="install-test-ws-", dir=REPO / ".build") as ws:
         tmp = Path(tmp)
         build = subprocess.run([str(REPO / "scripts" / "build.sh"), "--install", str(tmp / "install"),
-                                "--workspace", str(tmp / "ws")],
+                                "--workspace", str(Path(ws) / "ws")],
                                env=CLEAN_ENV, capture_output=True, text=True, timeout=1100)
         assert build.returncode == 0, build.stdout + build.stderr
         yield InstallSpace(tmp / "install")
