@@ -425,9 +425,9 @@ def _capacity(meta: dict[str, Any]) -> float | None:
 
 def _capacity_unknown(meta: dict[str, Any]) -> bool:
     """An emulated link whose run directory does not record its capacity (written before
-    link.capacity_mbit was)."""
+    link.capacity_mbit was); loopback and real machines have none to record."""
     link = meta.get("link") or {}
-    return bool(link.get("params")) and "capacity_mbit" not in link and link.get("type") != "real"
+    return bool(link.get("params")) and "capacity_mbit" not in link and link.get("type") not in ("real", "loopback")
 
 
 def opening(meta: dict[str, Any], exp: dict[str, Any], analyses: list[RunAnalysis], absent: list[dict],
