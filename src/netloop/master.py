@@ -116,6 +116,7 @@ class RosMaster:
         argv, penv, remote = self.command(["rosmaster", "--core", "-p", str(self.port), "-w", "3"], env)
         log_start = _size(self.group.log_dir / f"{self.name}.log")   # the log is appended to
         self.process = self.group.start(self.name, argv, env=penv, remote=remote)
+        self.process.core = True
         deadline = time.monotonic() + timeout
         while not self.ready():
             if PORT_IN_USE in _read_from(self.process.log_path, log_start):   # it lives on, serving nothing
@@ -131,6 +132,7 @@ class RosMaster:
         self.set_params({"run_id": self.name + "-" + str(self.port)}, "/")
         argv, penv, remote = self.command([ROSOUT_BINARY, "__name:=rosout"], env)
         self.rosout = self.group.start(f"{self.name}-rosout", argv, env=penv, remote=remote)
+        self.rosout.core = True
         return self
 
     def rpc(self, uri: str, method: str, *args: Any) -> Any:

@@ -46,6 +46,7 @@ class ManagedProcess:
     host: str | None = None          # the testbed host it runs on (None: not on a host)
     remote: bool = False             # an ssh client: its node runs on another machine
     cpu_s: float | None = None       # CPU time used, as last sampled (:meth:`sample_cpu`)
+    core: bool = False               # a ROS master or rosout: stopped after every other process
 
     @property
     def pid(self) -> int:
@@ -171,8 +172,19 @@ class ProcessGroup:
         return proc.poll()
 
     def stop_all(self) -> dict[str, int | None]:
-        """Stop every process, the last started first. Returns name -> exit status."""
-        out = {p.name: self.stop(p) for p in reversed(self.processes)}
+        """Stop every process: the nodes together, then the ROS cores (``core``) together, so
+        that nodes unregister from a master still there. Returns name -> exit status (in the
+        order the processes were started last first)."""
+        procs = list(reversed(self.processes))
+        status: dict[int, int | None] = {}
+        for wave in ([p for p in procs if not p.core], [p for p in procs if p.core]):
+            threads = [threading.Thread(target=lambda p=p: status.__setitem__(id(p), self.stop(p)),
+                                        name=f"stop-{p.name}", daemon=True) for p in wave]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        out = {p.name: status.get(id(p)) for p in procs}
         self._closing.set()
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=HEARTBEAT_S + 1.0)
