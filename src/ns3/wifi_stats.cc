@@ -144,14 +144,19 @@ FormatReadyLine(double wall, long pid, double simS, const std::vector<std::strin
 std::string
 FormatControlLine(double wall, const std::string& line, const std::string& error)
 {
-    std::string shown = line;
-    for (char& ch : shown)
-    {
-        ch = (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ? '?' : ch;
-    }
+    // both strings may hold what the control input wrote (a node name): no quote, backslash
+    // or control character reaches the JSON line
+    auto shown = [](std::string text) {
+        for (char& ch : text)
+        {
+            ch = (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ? '?' : ch;
+        }
+        return text;
+    };
     char head[64];
     std::snprintf(head, sizeof head, "{\"type\":\"control\",\"wall\":%.6f,\"line\":\"", wall);
-    return head + shown + "\",\"error\":" + (error.empty() ? "null" : "\"" + error + "\"") + "}\n";
+    return head + shown(line) + "\",\"error\":" + (error.empty() ? "null" : "\"" + shown(error) + "\"") +
+           "}\n";
 }
 
 StatsFile::~StatsFile()

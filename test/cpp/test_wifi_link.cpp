@@ -242,4 +242,7 @@ TEST(WifiStats, ReadyAndControlLines) {
             "{\"type\":\"control\",\"wall\":3.250000,\"line\":\"loss all 0.2\",\"error\":null}\n");
   EXPECT_EQ(FormatControlLine(3.25, "say \"hi\"\\\t", "bad"),
             "{\"type\":\"control\",\"wall\":3.250000,\"line\":\"say ?hi???\",\"error\":\"bad\"}\n");
+  // an error that quotes the input (an unknown node name) is made safe the same way
+  EXPECT_EQ(FormatControlLine(1.0, "loss a\"b 0.5", "unknown node 'a\"b'"),
+            "{\"type\":\"control\",\"wall\":1.000000,\"line\":\"loss a?b 0.5\",\"error\":\"unknown node 'a?b'\"}\n");
 }
