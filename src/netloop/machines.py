@@ -294,6 +294,10 @@ def _ssh_problem(name: str, machine: Machine, stderr: str) -> str:
     return f"{where}: unreachable over SSH: {text or 'no answer'}"
 
 
+#: this user's processes on a machine, as ``proc=<pid> <command line>`` lines (read by
+#: :func:`netloop_processes`)
+_PROCESS_LIST = """ps -ww -u "$(id -u)" -o pid=,args= 2>/dev/null | sed 's/^ */proc=/'"""
+
 # Run on every machine (over SSH, or here for the local one) before a run: key=value lines.
 _CHECK_SCRIPT = machine_check.ROS2_LINKED_SH + r"""
 root=$1; run_root=$2; iface=$3
@@ -302,7 +306,7 @@ echo "home=$HOME"
 echo "hostname=$(hostname)"
 echo "arch=$(uname -m)"
 # this user's processes (the operator picks the netloop wrappers writing under run_root)
-ps -ww -u "$(id -u)" -o pid=,args= 2>/dev/null | sed 's/^ */proc=/'
+PROCESS_LIST
 if [ ! -d "$root" ]; then echo "root=missing"; exit 0; fi
 echo "root=ok"
 [ -x "$root/bin/netloop-remote-exec" ] && echo "wrapper=ok"
@@ -331,7 +335,7 @@ if command -v chronyc >/dev/null 2>&1; then
 elif command -v timedatectl >/dev/null 2>&1; then
   echo "ntp_synchronized=$(timedatectl show -p NTPSynchronized --value 2>/dev/null)"
 fi
-""".replace("BUILT_MARK", BUILT_MARK)
+""".replace("BUILT_MARK", BUILT_MARK).replace("PROCESS_LIST", _PROCESS_LIST)
 
 
 def _parse_lines(text: str) -> dict[str, str]:
@@ -634,10 +638,7 @@ class RealHosts:
                 self.warnings.append(line)
                 self.log(f"warning: {line}")
             stale = [] if machine.local else netloop_processes(r.stdout, self.run_root(host))
-            deadline = time.monotonic() + wait_stale
-            while stale and time.monotonic() < deadline:     # a run just stopped: its processes may be ending
-                time.sleep(0.5)
-                stale = self.stale_processes(host)
+            stale = self._wait_stale_gone(host, stale, wait_stale)   # a run just stopped: they may be ending
             if stale:
                 problems.append(f"{name}: {len(stale)} netloop process(es) of an earlier run still running under "
                                 f"{self.run_root(host)} (" + "; ".join(f"pid {pid}: run {run}" for pid, run, _ in stale)
@@ -776,8 +777,17 @@ class RealHosts:
 
     def stale_processes(self, host: str) -> list[tuple[int, str | None, str]]:
         """(pid, run, command line) of the netloop wrappers running on ``host`` under its run_root."""
-        r = self._ssh_run(host, "ps -ww -u \"$(id -u)\" -o pid=,args= | sed 's/^ */proc=/'")
+        r = self._ssh_run(host, _PROCESS_LIST)
         return netloop_processes(r.stdout, self.run_root(host))
+
+    def _wait_stale_gone(self, host: str, stale: list, seconds: float) -> list[tuple[int, str | None, str]]:
+        """``stale`` (processes of ``host`` from an earlier run) looked up again every 0.5 s until
+        none is left or ``seconds`` have passed; what is still running then."""
+        deadline = time.monotonic() + seconds
+        while stale and time.monotonic() < deadline:
+            time.sleep(0.5)
+            stale = self.stale_processes(host)
+        return stale
 
     def clean_stale(self) -> list[str]:
         """Stop the netloop processes of earlier runs on every remote machine (SIGTERM to their
@@ -798,10 +808,7 @@ class RealHosts:
                 first = stale
                 pids = " ".join(str(pid) for pid, _, _ in stale)
                 self._ssh_run(host, f"kill -TERM {pids} 2>/dev/null")
-                deadline = time.monotonic() + STALE_WAIT_S
-                while stale and time.monotonic() < deadline:
-                    time.sleep(0.5)
-                    stale = self.stale_processes(host)
+                stale = self._wait_stale_gone(host, stale, STALE_WAIT_S)
                 if stale:
                     self._ssh_run(host, "kill -KILL " + " ".join(str(pid) for pid, _, _ in stale) + " 2>/dev/null")
                 runs = ", ".join(sorted({run or "?" for _, run, _ in first}))
