@@ -10,16 +10,38 @@ in its metadata.json. Tests read those numbers, never the error text:
   and never silently skipped.
 - a check that does not depend on timing (counts, loss, discovery) accepts a run whose only
   problem is a lagging link: :func:`assert_finished`.
+- a number measured directly on a live link that load on the machine can only push one way (a
+  round trip only gets longer, a goodput only lower) is measured again when it misses that
+  side of its bound: :func:`best_of` (the other side, and everything else, is still asserted
+  on the measurement kept).
 """
 from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import pytest
 
 from netloop.rundir import read_metadata
+
+
+T = TypeVar("T")
+
+
+def best_of(measure: Callable[[], T], good: Callable[[T], bool], tries: int = 3) -> T:
+    """``measure()`` up to ``tries`` times until ``good(result)``; returns that result, or the
+    last one (whose assertion then fails) with every earlier one reported as a warning. For
+    a physics number that a starved emulator or a busy CPU only pushes one way: ``good``
+    tests that side alone, so a link that is really slower still fails every try."""
+    results = []
+    for _ in range(tries):
+        results.append(measure())
+        if good(results[-1]):
+            break
+    if len(results) > 1:
+        warnings.warn(f"measured {len(results)} times (load on the machine): {results}", stacklevel=2)
+    return results[-1]
 
 
 def link_lag(meta: dict) -> str | None:
