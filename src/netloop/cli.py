@@ -10,6 +10,7 @@
     netloop bag lidar --world W --out F.bag                    record one from the simulated car
     netloop bench [--out DIR]                                  latency and throughput benchmarks
     netloop calibrate PROFILE [--part all|tables|fig19]        published vs netloop (Pound Tables I-II, Fig. 19)
+    netloop reproduce STUDY [--quick] | --list                  a study's files run, published vs netloop
     netloop fetch RUN_DIR [--machines HOSTS]                   records a real-machine run left on its machines
 
 Building the parser imports Python's standard library and PyYAML only: every module a
@@ -205,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .calibrate_link import register as register_calibrate
     register_calibrate(sub)
 
+    from .studies.cli import register as register_reproduce  # netloop reproduce STUDY
+    register_reproduce(sub)
+
     from .bags import register as register_bag  # netloop bag synthetic|lidar
     register_bag(sub)
 
@@ -224,7 +228,8 @@ def _command_name(args) -> str:
 
 def _runs_without_build(args) -> bool:
     """Commands that need Python and PyYAML only (as does every --help)."""
-    return args.command == "validate" or (args.command == "run" and args.dry_run)
+    return args.command == "validate" or (args.command == "run" and args.dry_run) or \
+        (args.command == "reproduce" and args.list)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ Each NAME has one source in the code, so the page cannot drift from it:
     link-profiles    docs/links.md        one row per config/links/*.yaml
     transports       docs/transports.md   one row per transport word (the transport registry)
     results          docs/results.md      per shipped experiment its newest campaign under results/
+    study-STUDY      docs/studies/STUDY.md  the newest `netloop reproduce STUDY` under results/
 
 Usage::
 
@@ -47,6 +48,7 @@ PAGES = {
     "transports": "docs/transports.md",
     "results": "docs/results.md",
     "headline": "README.md",
+    **{f"study-{s}": f"docs/studies/{s}.md" for s in ("pound", "jordan", "maruyama", "sanap")},
 }
 
 _BLOCK = re.compile(r"^(?P<start><!--\s*generated:\s*(?P<name>[\w-]+)(?:\s+\(by `make docs`\))?\s*-->)"
@@ -550,6 +552,26 @@ def headline(ctx: Context) -> str:
         first, "", table])
 
 
+def _block_body(page: Path, name: str) -> str | None:
+    """What block ``name`` of ``page`` holds now (None: no such page or block)."""
+    if not page.is_file():
+        return None
+    for m in _BLOCK.finditer(page.read_text(encoding="utf-8")):
+        if m.group("name") == name:
+            return m.group("body").strip() or None
+    return None
+
+
+def study(name: str) -> Callable[[Context], str]:
+    """The generator of block ``study-<name>`` (netloop.studies.docs)."""
+    def generate(ctx: Context) -> str:
+        docs = _need("netloop.studies.docs", "the studies")
+        block = f"study-{name}"
+        return docs.block(name, ctx.results, _block_body(ctx.root / PAGES[block], block),
+                          _run_metadata, _date, _machine)
+    return generate
+
+
 # ---------------------------------------------------------------- the pages
 
 GENERATORS: dict[str, Callable[[Context], str]] = {
@@ -560,12 +582,14 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "transports": transports,
     "results": results,
     "headline": headline,
+    **{f"study-{s}": study(s) for s in ("pound", "jordan", "maruyama", "sanap")},
 }
 
 
 def pages(root: Path) -> list[Path]:
-    """The pages that may hold generated blocks: README.md and docs/*.md."""
-    return [p for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))] if p.is_file()]
+    """The pages that may hold generated blocks: README.md, docs/*.md and docs/studies/*.md."""
+    return [p for p in [root / "README.md", *sorted((root / "docs").glob("*.md")),
+                        *sorted((root / "docs" / "studies").glob("*.md"))] if p.is_file()]
 
 
 def _rewrite(text: str, content: dict[str, str | None]) -> tuple[str, list[str]]:

@@ -1,0 +1,182 @@
+"""``netloop reproduce``: run a study's experiment files and set netloop's numbers against the
+published ones.
+
+    netloop reproduce --list                       the studies, their parts and what each reproduces
+    netloop reproduce pound                        run every part of the Pound study, then compare
+    netloop reproduce jordan --quick               the short variants (the shapes kept, minutes not hours)
+    netloop reproduce pound --part tables          only that part (repeatable)
+    netloop reproduce pound --results tables=DIR   compare a campaign already run instead of running it
+    netloop reproduce pound --link wifi6_calibrated   every part on another link profile
+    netloop reproduce sanap --machines pi_laptop   the same files on real machines (a hosts file)
+
+Each part's campaign goes to ``results/<experiment>-<stamp>/`` with its own report, as with
+``netloop run``. The comparison is printed and written to
+``results/reproduce_<study>[-quick]-<stamp>/`` (``reproduction.md``, ``reproduction.json``);
+``make docs`` renders the newest full one of each study into ``docs/studies/<study>.md``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import sys
+from pathlib import Path
+
+from .. import paths
+from ..schema import ConfigError
+from . import STUDY_MODULES, UnknownStudy, available, load
+from .core import StudyResult
+
+OUTPUT_PREFIX = "reproduce_"
+
+
+def list_studies() -> str:
+    """The text of ``--list``: each study, its parts and what they reproduce."""
+    lines = []
+    for name, study in available().items():
+        if isinstance(study, str):
+            lines.append(f"{name:9s} ({study})")
+            continue
+        lines.append(f"{name:9s} {study.title}: {study.citation}")
+        for part in study.parts:
+            lines.append(f"    {part.name:16s} {part.reproduces:28s} experiments/{part.experiment}")
+    return "\n".join(lines)
+
+
+def part_experiment(study, part, quick: bool = False, link: str | None = None,
+                    machines: str | None = None):
+    """The experiment a part runs: its file, on ``link`` or ``machines`` when given, made short
+    by :func:`netloop.experiment.quick_variant` and the part's own ``quick`` under --quick."""
+    from ..experiment import load_experiment, quick_variant, validate_experiment
+    from ..schema import to_dict
+    exp = load_experiment(str(paths.EXPERIMENTS / part.experiment), machines)
+    if link:
+        data = to_dict(exp)
+        data["link"] = link
+        exp = validate_experiment(data, name=exp.name)
+    if quick:
+        exp = quick_variant(exp)
+        if part.quick is not None:
+            exp = part.quick(exp)
+    return exp
+
+
+def run_part(exp, results_parent: Path | None) -> Path:
+    """Run one part's experiment into a new campaign directory and write its report."""
+    from .. import runner
+    from ..analysis.report import write_report
+    out = runner.campaign_dir_for(exp, results_parent)
+    print(f"netloop reproduce: running {exp.name} into {out}", flush=True)
+    if exp.machines:
+        runner.check_machines(exp)
+    runner.run_experiment(exp, out)
+    write_report(out)
+    return out
+
+
+def _given_results(items: list[str], study) -> dict:
+    """``["tables=DIR", ...]`` -> {part: Path}; ConfigError naming the bad item."""
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise ConfigError("--results", f"{item!r} is not PART=DIR; the parts of {study.name}: "
+                                           + ", ".join(p.name for p in study.parts))
+        try:
+            study.part(name)
+        except KeyError as err:
+            raise ConfigError("--results", str(err.args[0])) from None
+        if not (Path(path) / "analysis.json").exists() and not (Path(path) / "campaign.json").exists():
+            raise ConfigError("--results", f"{path} is not a campaign directory (no campaign.json)")
+        out[name] = Path(path)
+    return out
+
+
+def write_reproduction(study, result: StudyResult, quick: bool, parent: Path | None) -> Path:
+    """``reproduce_<study>[-quick]-<stamp>/`` with reproduction.json and reproduction.md."""
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(parent or paths.RESULTS) / f"{OUTPUT_PREFIX}{study.name}{'-quick' if quick else ''}-{stamp}"
+    out.mkdir(parents=True, exist_ok=True)
+    data = {"study": study.name, "title": study.title, "citation": study.citation, "quick": quick,
+            "written": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "parts": {p.name: {"experiment": p.experiment, "reproduces": p.reproduces} for p in study.parts},
+            **result.to_json()}
+    data["campaigns"] = {k: os.path.relpath(v, out) for k, v in result.campaigns.items()}
+    (out / "reproduction.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    head = (f"# {study.title}{' (quick variants)' if quick else ''}\n\n{study.citation}\n\n"
+            + "".join(f"- {p.reproduces}: `experiments/{p.experiment}`"
+                      + (f" → `{data['campaigns'][p.name]}`" if p.name in data["campaigns"] else " (not run)")
+                      + "\n" for p in study.parts) + "\n")
+    (out / "reproduction.md").write_text(head + result.markdown(), encoding="utf-8")
+    return out
+
+
+def main(args) -> int:
+    if args.list or not args.study:
+        if not args.list:
+            print(f"netloop reproduce: name a study ({', '.join(STUDY_MODULES)}) or --list", file=sys.stderr)
+            return 2
+        print(list_studies())
+        return 0
+    try:
+        study = load(args.study)
+    except UnknownStudy as err:
+        print(f"netloop reproduce: {err.args[0]}", file=sys.stderr)
+        return 2
+    unknown = [n for n in args.part if n not in {p.name for p in study.parts}]
+    if unknown:
+        raise ConfigError("--part", f"{', '.join(unknown)}: study {study.name} has the parts "
+                                    + ", ".join(p.name for p in study.parts))
+    campaigns = _given_results(args.results, study)
+    wanted = [p for p in study.parts if (not args.part or p.name in args.part) and p.name not in campaigns]
+    if args.results and not args.part:
+        wanted = []          # --results alone: compare what was given, run nothing
+    # every part's experiment is built (and refused) before the first one runs
+    experiments = {p.name: part_experiment(study, p, args.quick, args.link, args.machines) for p in wanted}
+    if experiments and not args.machines and os.geteuid() != 0 and \
+            any(e.link != "loopback" for e in experiments.values()):
+        print("netloop reproduce: these experiments need root (they create network namespaces)",
+              file=sys.stderr)
+        return 2
+    if experiments:
+        from .. import runner
+        from ..experiment import estimated_run_seconds, expand, for_cell
+        total = sum(estimated_run_seconds(for_cell(e, c).experiment) for e in experiments.values()
+                    for c in expand(e))
+        print(f"netloop reproduce: {study.name}: {len(experiments)} part(s), about {total / 60:.0f} min",
+              flush=True)
+        runner.install_signal_handlers()
+    for i, (name, exp) in enumerate(experiments.items(), 1):
+        print(f"netloop reproduce: part {i}/{len(experiments)} {name} ({study.part(name).reproduces})",
+              flush=True)
+        campaigns[name] = run_part(exp, args.results_parent)
+    result = study.compare(campaigns)
+    out = write_reproduction(study, result, args.quick, args.results_parent)
+    print(f"\n{study.title} — published vs netloop{' (quick variants)' if args.quick else ''}\n")
+    print(result.markdown())
+    print(f"netloop reproduce: written to {out}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("reproduce", help="run a study's experiment files and print published vs netloop "
+                                         "(pound, jordan, maruyama, sanap)",
+                       description="Run the experiment files of a study netloop is built from and set "
+                                   "every number netloop can measure against the published one, with "
+                                   "a verdict against a stated tolerance, and the study's shapes "
+                                   "(a knee, a collapse, a ranking) judged. docs/studies/ has the results.")
+    p.add_argument("study", nargs="?", help=f"the study: {', '.join(STUDY_MODULES)}")
+    p.add_argument("--list", action="store_true", help="list the studies, their parts and files, run nothing")
+    p.add_argument("--quick", action="store_true",
+                   help="the short variants (1 repetition, fewer messages and points; the shapes kept)")
+    p.add_argument("--part", action="append", default=[], metavar="PART",
+                   help="run only this part (repeatable; --list shows the parts)")
+    p.add_argument("--results", action="append", default=[], metavar="PART=DIR",
+                   help="compare this campaign directory for PART instead of running it (repeatable); "
+                        "with no --part nothing else runs")
+    p.add_argument("--link", default=None, help="run every part on this link profile instead of its own")
+    p.add_argument("--machines", metavar="HOSTS", default=None,
+                   help="run on real machines over SSH (a hosts file, as for 'netloop run')")
+    p.add_argument("--results-parent", type=Path, default=None,
+                   help="parent directory of the campaigns and the comparison (default results/)")
+    p.set_defaults(func=main)
