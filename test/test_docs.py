@@ -16,7 +16,8 @@
       - ``bin/netloop run FILE`` of a loopback experiment runs with ``--quick`` into a
         temporary results directory; of any other experiment it becomes
         ``bin/netloop run --dry-run FILE`` (``--dry-run`` already given: run as written);
-      - ``bin/netloop calibrate ...`` and ``bin/netloop bench ...`` become their ``--help``;
+      - ``bin/netloop calibrate ...`` and ``bin/netloop bench ...`` become their ``--help``, and
+        ``bin/netloop reproduce ...`` too unless it is ``--list``;
       - ``git clone``, ``cd`` (into the clone) and ``apt-get``/``apt`` lines are skipped (a
         fresh machine is CI itself); in a line of commands joined by ``&&`` each is taken alone;
       - a ``<placeholder>`` in an sh block is a failure: such a line belongs in a ``console``
@@ -56,16 +57,17 @@ def _git_md_files() -> list[str]:
 
 
 def checked_pages() -> list[str]:
-    """README.md, docs/*.md and every README.md of a folder, as paths from the repository root."""
+    """README.md, docs/*.md, docs/studies/*.md and every README.md of a folder, as paths from the
+    repository root."""
     files = [f for f in _git_md_files() if (REPO / f).is_file()]
-    docs = [f for f in files if re.fullmatch(r"docs/[^/]+\.md", f)]
+    docs = [f for f in files if re.fullmatch(r"docs/(studies/)?[^/]+\.md", f)]
     readmes = [f for f in files if Path(f).name == "README.md"]
     return sorted(set(docs + readmes), key=lambda f: (f != "README.md", f))
 
 
 def command_pages() -> list[str]:
-    """The pages whose sh blocks are run: README.md and docs/*.md."""
-    return [f for f in checked_pages() if f == "README.md" or re.fullmatch(r"docs/[^/]+\.md", f)]
+    """The pages whose sh blocks are run: README.md, docs/*.md and docs/studies/*.md."""
+    return [f for f in checked_pages() if f == "README.md" or re.fullmatch(r"docs/(studies/)?[^/]+\.md", f)]
 
 
 def _without_code(text: str) -> list[tuple[int, str]]:
@@ -375,7 +377,8 @@ def as_run(command: str, tmp: Path) -> str | None:
         segment = re.sub(r"^netloop(?=\s|$)", "bin/netloop", segment)
         segment = re.sub(r"^make(?=\s|$)", "make -n", segment)
         words = shlex.split(segment)
-        if words[:2] in (["bin/netloop", "calibrate"], ["bin/netloop", "bench"]):
+        if words[:2] in (["bin/netloop", "calibrate"], ["bin/netloop", "bench"]) or \
+                (words[:2] == ["bin/netloop", "reproduce"] and "--list" not in words):
             segment = f"bin/netloop {words[1]} --help"
         elif words[:2] == ["bin/netloop", "run"] and "--dry-run" not in words:
             files = [w for w in words[2:] if w.endswith((".yaml", ".yml"))]
@@ -392,6 +395,8 @@ def test_command_rules(tmp_path):
     assert as_run("git clone https://example.org/netloop.git && cd netloop", tmp_path) is None
     assert as_run("sudo apt-get install -y git make", tmp_path) is None
     assert as_run("netloop calibrate wifi6 --part tables", tmp_path) == "bin/netloop calibrate --help"
+    assert as_run("sudo netloop reproduce pound --quick", tmp_path) == "bin/netloop reproduce --help"
+    assert as_run("netloop reproduce --list", tmp_path) == "bin/netloop reproduce --list"
     assert as_run("sudo bin/netloop run experiments/pound_rlc.yaml", tmp_path) == \
         "bin/netloop run --dry-run experiments/pound_rlc.yaml"
     assert as_run("bin/netloop run experiments/rlc_loopback.yaml", tmp_path) == \
