@@ -149,7 +149,19 @@ def main(args) -> int:
     for i, (name, exp) in enumerate(experiments.items(), 1):
         print(f"netloop reproduce: part {i}/{len(experiments)} {name} ({study.part(name).reproduces})",
               flush=True)
-        campaigns[name] = run_part(exp, args.results_parent)
+        try:
+            campaigns[name] = run_part(exp, args.results_parent)
+        except Exception as err:  # noqa: BLE001 - an interrupt or a refused machine: say what is kept
+            from .. import runner
+            from ..machines import RealHostsError
+            if not isinstance(err, (runner.Interrupted, RealHostsError)):
+                raise
+            done = ", ".join(f"{k}={v}" for k, v in campaigns.items())
+            print(f"netloop reproduce: stopped in part {name} ({err}); campaigns kept: {done or 'none'}"
+                  + (f"; compare them with: netloop reproduce {study.name} "
+                     + " ".join(f"--results {k}={v}" for k, v in campaigns.items()) if campaigns else ""),
+                  file=sys.stderr)
+            return 130 if isinstance(err, runner.Interrupted) else 2
     result = study.compare(campaigns)
     out = write_reproduction(study, result, args.quick, args.results_parent)
     print(f"\n{study.title} — published vs netloop{' (quick variants)' if args.quick else ''}\n")
