@@ -8,7 +8,7 @@ from netloop.transports.ros2_bench import parse_ddsperf
 
 
 def test_size_study_cells_carry_both_qos_to_the_middlewares():
-    exp = load_experiment(paths.EXPERIMENTS / "maruyama_sizes_local.yaml")
+    exp = load_experiment(paths.EXPERIMENTS / "maruyama_figs7_10_local.yaml")
     seen = set()
     for cell in expand(exp):
         run = for_cell(exp, cell).experiment
@@ -18,15 +18,15 @@ def test_size_study_cells_carry_both_qos_to_the_middlewares():
         for size in (256, 4194304):
             assert (t, size, "reliable", "transient_local") in seen
             assert (t, size, "best_effort", "volatile") in seen
-    assert len(seen) == 64
+    assert len(seen) == 120
 
 
 def test_late_join_and_subscriber_files():
-    late = load_experiment(paths.EXPERIMENTS / "maruyama_late_join.yaml")
+    late = load_experiment(paths.EXPERIMENTS / "maruyama_table4_initial_loss.yaml")
     assert late.flows[0].subscribers == 2 and late.flows[0].subscriber_delay > 0
     durabilities = {for_cell(late, c).experiment.flows[0].qos["durability"] for c in expand(late)}
     assert durabilities == {"volatile", "transient_local"}
-    subs = load_experiment(paths.EXPERIMENTS / "maruyama_subscribers.yaml")
+    subs = load_experiment(paths.EXPERIMENTS / "maruyama_figs17_19_subscribers.yaml")
     assert subs.flows[0].subscribers == 5
 
 
