@@ -5,7 +5,7 @@
 #               only what runs there (scripts/robot_setup.sh, scripts/build.sh --robot)
 # Others: make setup | build | test-robot | bench | docs | results | example-report | clean
 SHELL := /bin/bash
-EXPERIMENT ?= experiments/pound_rlc.yaml
+EXPERIMENT ?= experiments/pound_fig21.yaml
 PYTEST_ARGS ?=
 ENV := source scripts/env.sh &&
 PY := .venv/bin/python

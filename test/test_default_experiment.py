@@ -1,4 +1,4 @@
-"""The default experiment of `make run` (experiments/pound_rlc.yaml), in its --quick variant,
+"""The default experiment of `make run` (experiments/pound_fig21.yaml), in its --quick variant,
 end to end through bin/netloop over the ns-3 802.11a link (root only)."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.root,
 
 def test_quick_default_experiment_produces_the_report(tmp_path):
     res = subprocess.run([str(paths.REPO / "bin" / "netloop"), "run", "--quick",
-                          str(paths.EXPERIMENTS / "pound_rlc.yaml"), "--results", str(tmp_path)],
+                          str(paths.EXPERIMENTS / "pound_fig21.yaml"), "--results", str(tmp_path)],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     report = Path(re.search(r"report written to (\S+)", res.stdout).group(1))

@@ -152,7 +152,7 @@ def test_results_block_copies_the_newest_campaign(tmp_path):
     assert summary.splitlines()[0] in part
     assert "NOT THIS ONE" not in block
     assert "](" not in part                               # nothing links into the campaign directory
-    assert re.search(r"### pound_rlc\n\nnot measured yet: `bin/netloop run experiments/pound_rlc.yaml` "
+    assert re.search(r"### pound_fig21\n\nnot measured yet: `bin/netloop run experiments/pound_fig21.yaml` "
                      r"\(about \d+(\.\d)? (min|h), from --dry-run's estimate\)", block)
     assert "experiments/real/rlc_wifi.yaml" in block
 
@@ -164,12 +164,12 @@ def test_results_block_keeps_what_it_cannot_measure_again(tmp_path):
     (tmp_path / "docs" / "results.md").write_text(
         "# Results\n\n<!-- generated: results (by `make docs`) -->\n\nhead\n\n### rlc_loopback\n\n"
         "`experiments/rlc_loopback.yaml`, measured 2026-11-25 on X.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
-        "### pound_rlc\n\nnot measured yet: `bin/netloop run experiments/pound_rlc.yaml` (about 5 min)\n\n"
+        "### pound_fig21\n\nnot measured yet: `bin/netloop run experiments/pound_fig21.yaml` (about 5 min)\n\n"
         "<!-- end generated: results -->\n", encoding="utf-8")
     block = docgen.results(docgen.Context(tmp_path, tmp_path / "no-results"))
     part = block.split("### rlc_loopback", 1)[1].split("\n### ", 1)[0]
     assert "measured 2026-11-25 on X." in part and "| 1 | 2 |" in part
-    assert re.search(r"### pound_rlc\n\nnot measured yet: `bin/netloop run experiments/pound_rlc.yaml` \(about", block)
+    assert re.search(r"### pound_fig21\n\nnot measured yet: `bin/netloop run experiments/pound_fig21.yaml` \(about", block)
 
 
 def test_a_campaign_made_the_example_gives_the_readme_its_headline(tmp_path):
@@ -178,8 +178,8 @@ def test_a_campaign_made_the_example_gives_the_readme_its_headline(tmp_path):
     from netloop.analysis import synthetic
     from netloop.analysis.report import write_report
 
-    camp = synthetic.write_campaign(tmp_path / "results" / "pound_rlc-20261125-120000", {
-        "name": "pound_rlc", "link": "loopback", "transport": ["tcp", "udp"], "repetitions": 2,
+    camp = synthetic.write_campaign(tmp_path / "results" / "pound_fig21-20261125-120000", {
+        "name": "pound_fig21", "link": "loopback", "transport": ["tcp", "udp"], "repetitions": 2,
         "loop": {"samples": 80}}, _loop_delays)
     write_report(camp)
     example = docgen.set_example(tmp_path, camp)
@@ -397,12 +397,12 @@ def test_command_rules(tmp_path):
     assert as_run("netloop calibrate wifi6 --part tables", tmp_path) == "bin/netloop calibrate --help"
     assert as_run("sudo netloop reproduce pound --quick", tmp_path) == "bin/netloop reproduce --help"
     assert as_run("netloop reproduce --list", tmp_path) == "bin/netloop reproduce --list"
-    assert as_run("sudo bin/netloop run experiments/pound_rlc.yaml", tmp_path) == \
-        "bin/netloop run --dry-run experiments/pound_rlc.yaml"
+    assert as_run("sudo bin/netloop run experiments/pound_fig21.yaml", tmp_path) == \
+        "bin/netloop run --dry-run experiments/pound_fig21.yaml"
     assert as_run("bin/netloop run experiments/rlc_loopback.yaml", tmp_path) == \
         f"bin/netloop run experiments/rlc_loopback.yaml --quick --results {tmp_path}"
-    assert as_run("bin/netloop run --dry-run experiments/pound_rlc.yaml", tmp_path) == \
-        "bin/netloop run --dry-run experiments/pound_rlc.yaml"
+    assert as_run("bin/netloop run --dry-run experiments/pound_fig21.yaml", tmp_path) == \
+        "bin/netloop run --dry-run experiments/pound_fig21.yaml"
 
 
 @pytest.mark.timeout(900)

@@ -84,7 +84,7 @@ def test_a_bad_hosts_file_is_refused_naming_the_key(tmp_path, doc, key, words):
 def test_an_experiment_on_machines_takes_their_host_names(tmp_path):
     hosts = _hosts(tmp_path, {"hosts": {"operator": {"address": "192.168.1.10", "local": True},
                                         "robot": {"address": "192.168.1.20", "ssh": {"user": "pi"}}}})
-    exp = load_experiment(paths.EXPERIMENTS / "pound_rlc.yaml", machines=hosts)
+    exp = load_experiment(paths.EXPERIMENTS / "pound_fig21.yaml", machines=hosts)
     assert exp.machines == hosts and exp.link == "wifi6"      # the same file; the link is not emulated
     with pytest.raises(ConfigError) as err:                    # a host the machines do not have
         validate_experiment(dict(RLC_AND_FLOW, machines=hosts, flows=[dict(RLC_AND_FLOW["flows"][0], to="relay")]))

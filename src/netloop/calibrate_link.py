@@ -2,7 +2,7 @@
 how close each transport's numbers come to the published ones: the two-flow scenario (Tables I
 and II) and the single-flow bandwidth against message size (Fig. 19).
 
-    netloop calibrate wifi6                      both: pound_flows_2node.yaml and pound_bandwidth.yaml
+    netloop calibrate wifi6                      both: pound_tables_1_2.yaml and pound_fig19.yaml
     netloop calibrate wifi6 --part tables        only Tables I-II (--part fig19: only Fig. 19)
     netloop calibrate wifi6 --results DIR        only compare a campaign already run (no run);
                                                  --fig19-results DIR the same for Fig. 19
@@ -10,93 +10,51 @@ and II) and the single-flow bandwidth against message size (Fig. 19).
     netloop calibrate wifi6 --link-param background_pairs=1 --link-param background_mbit=0.5
                                                  the profile with these values (to calibrate them)
 
-The published numbers are Tardioli, Parasuraman, Ögren, "Pound: A ROS node for Reducing Delay
-and Jitter in Wireless Multi-Robot Networks", Tables I (laser, 1 KB / 20 ms) and II (image,
-64 KB / 150 ms), two computers on 802.11 ad-hoc at 6 Mbit/s (as quoted in the project's
-shared REFERENCE_RESULTS.md). netloop's numbers come from the campaign's ``analysis.json``
-(written by ``netloop report``); runs whose link lagged real time (``link_health.valid`` false)
-are left out and counted. With several repetitions the median of the runs is used.
+The published numbers, the tolerances and the shape rules live in
+:mod:`netloop.studies.pound` (``netloop reproduce pound`` judges the same parts with the same
+functions); this module is the link-fitting front: it runs the two parts on any profile, with
+``--link-param`` overrides, and prints the tables in the layout of the paper's (D, std(J_d), MDR
+per method and flow, std(D) beside; Fig. 19's delivered rate per size). netloop's numbers come
+from the campaign's ``analysis.json`` (written by ``netloop report``); runs whose link lagged
+real time (``link_health.valid`` false) are left out and counted, and the attempts run again for
+it counted too. With several repetitions the median of the runs is used.
 
-Verdict per number (the targets of issue 10): D and std(J_d) within a factor of 2 of the
-published value, or within 3 ms where the published value is below 6 ms; MDR within 2
-points. The ranking of the methods by laser D is compared too (Spearman's rho and the two
-orders).
-
-Fig. 19 is a shape, not a table of numbers, so each transport's curve (delivered Mbit/s against
-the message size, 1 KB to 256 KB, one sender offering ~6.5 Mbit/s) is judged against the
-shape the paper shows for it: ``flat`` near a level (TCP, TCP_NODELAY, nimbro over TCP: ~4
-Mbit/s; every size within FLAT_BAND of it and max/min at most FLAT_RATIO), ``above`` a level
-(nimbro over UDP and Pound: > 5 Mbit/s at every size, and flat), or ``collapses`` (UDPROS: at 64
-KB and above at most COLLAPSE_FRACTION of its 1 KB rate).
+Verdicts (the study's): D and std(J_d) within a factor of 2 of the published value, or within
+3 ms where the published value is below 6 ms; MDR within 2 points; the ranking of the methods
+by laser D (Spearman's rho and the two orders); each Fig. 19 curve against the shape the paper
+shows for it (:func:`netloop.studies.pound.fig19_verdict`).
 """
 from __future__ import annotations
 
 import argparse
 import copy
 import json
-import math
-import statistics
 import sys
 from pathlib import Path
 
 import yaml
 
 from . import paths
+from .studies import pound
+from .studies.core import MATCH, MISS, NOT_MEASURED, Comparison
 
-#: method -> (J_d, std J_d, D, std D, MDR %, BW Mbit/s), Pound paper Table I (laser), 2 nodes
-PUBLISHED_LASER = {
-    "TCP": (20.1, 13.3, 18.6, 11.6, 99.3, 0.398),
-    "NOD": (20.1, 4.2, 6.0, 6.5, 99.4, 0.398),
-    "UDP": (20.0, 38.2, 42.5, 34.8, 99.9, 0.400),
-    "UDP/NOD": (20.0, 3.2, 5.8, 4.0, 99.8, 0.399),
-    "Nimbro": (20.0, 38.1, 55.8, 46.0, 99.8, 0.400),
-    "Nimbro*": (20.1, 16.0, 22.2, 12.8, 99.3, 0.397),
-    "Pound": (20.0, 2.0, 4.1, 4.0, 99.8, 0.400),
-}
-#: the same for Table II (image)
-PUBLISHED_IMAGE = {
-    "TCP": (150.1, 7.7, 132.3, 5.9, 99.9, 3.418),
-    "NOD": (150.1, 7.7, 132.7, 5.6, 99.9, 3.418),
-    "UDP": (150.4, 7.2, 106.3, 1.9, 99.7, 3.410),
-    "UDP/NOD": (150.1, 7.4, 129.1, 5.2, 99.9, 3.417),
-    "Nimbro": (149.9, 5.3, 100.3, 31.5, 100.0, 3.421),
-    "Nimbro*": (150.2, 44.7, 194.9, 86.2, 99.9, 3.416),
-    "Pound": (150.2, 2.9, 112.0, 1.9, 99.9, 3.417),
-}
-PUBLISHED = {"laser": PUBLISHED_LASER, "image": PUBLISHED_IMAGE}
-#: the paper's method -> netloop's transport
-METHODS = {"TCP": "tcp", "NOD": "tcp_nodelay", "UDP": "udp", "UDP/NOD": "udp/tcp_nodelay",
-           "Nimbro": "nimbro", "Nimbro*": "nimbro_mixed", "Pound": "priority"}
-EXPERIMENT = "pound_flows_2node.yaml"   # in experiments/
-FIG19_EXPERIMENT = "pound_bandwidth.yaml"
-
-#: transport -> (the paper's curve it is judged against, shape, level [Mbit/s]) for Fig. 19.
-#: multimaster is not in the figure; it carries topics over TCPROS, so it is held to TCP's curve.
-FIG19_SHAPE = {
-    "tcp": ("TCP", "flat", 4.0), "tcp_nodelay": ("NOD", "flat", 4.0),
-    "udp": ("UDP", "collapses", None), "nimbro": ("Nimbro/UDP", "above", 5.0),
-    "nimbro_mixed": ("Nimbro/TCP", "flat", 4.0), "priority": ("Pound", "above", 5.0),
-    "multimaster": ("(TCP's)", "flat", 4.0),
-}
-FLAT_BAND = 0.25          # a flat curve stays within +-25 % of its level
-FLAT_RATIO = 1.25         # ... and its largest rate is at most 1.25x its smallest
-COLLAPSE_FRACTION = 0.2   # a collapsed curve delivers at most 20 % of its 1 KB rate at >= 64 KB
-COLLAPSE_FROM_BYTES = 65536
+#: the published numbers and the verdict rules: one code path with ``netloop reproduce pound``
+PUBLISHED, METHODS = pound.PUBLISHED, pound.METHODS
+PUBLISHED_LASER, PUBLISHED_IMAGE = pound.PUBLISHED_LASER, pound.PUBLISHED_IMAGE
+FIG19_SHAPE, fig19_verdict, source_jitter_floor = pound.FIG19_SHAPE, pound.fig19_verdict, pound.source_jitter_floor
+EXPERIMENT = pound.STUDY.part("tables").experiment      # in experiments/
+FIG19_EXPERIMENT = pound.STUDY.part("fig19").experiment
+#: the study's verdict -> this table's word
+WORD = {MATCH: "ok", MISS: "off", NOT_MEASURED: "missing"}
 
 
 def verdict_ms(published: float, ours: float | None) -> str:
-    if ours is None:
-        return "missing"
-    if published < 6.0:
-        return "ok" if abs(ours - published) <= 3.0 else "off"
-    ratio = ours / published
-    return "ok" if 0.5 <= ratio <= 2.0 else "off"
+    """D or std(J_d) judged by the study's tolerance (:func:`netloop.studies.pound.ms_tolerance`)."""
+    return WORD[Comparison("", "ms", published, ours, pound.ms_tolerance(published)).verdict]
 
 
 def verdict_mdr(published: float, ours: float | None) -> str:
-    if ours is None:
-        return "missing"
-    return "ok" if abs(ours - published) <= 2.0 else "off"
+    return WORD[Comparison("", "%", published, ours, pound.MDR_TOLERANCE).verdict]
 
 
 def valid_runs(results: Path) -> tuple[list[dict], dict]:
@@ -128,90 +86,21 @@ def valid_runs(results: Path) -> tuple[list[dict], dict]:
     return kept, counts
 
 
-def _median(values: list) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
 def read_campaign(results: Path) -> tuple[dict, dict]:
     """{transport: {flow: {"D", "std_Jd", "MDR", "std_D", "std_source"}}} (median over the valid
     runs; ``std_source`` is the std of the source's own publish period) and counts."""
     runs, counts = valid_runs(results)
-    per: dict[str, dict[str, dict[str, list[float]]]] = {}
-    for run in runs:
-        for f in run.get("flows") or []:
-            d = f.get("delay") or {}
-            if not d.get("n"):
-                continue
-            slot = per.setdefault(run["transport"], {}).setdefault(f["flow"], {
-                "D": [], "std_Jd": [], "MDR": [], "std_D": [], "std_source": []})
-            slot["D"].append(d["mean_ms"])
-            slot["std_D"].append(d.get("std_ms"))
-            slot["std_Jd"].append((f.get("period") or {}).get("std_ms"))
-            slot["std_source"].append((f.get("source_period") or {}).get("std_ms"))
-            slot["MDR"].append(100.0 * f["MDR"] if f.get("MDR") is not None else None)
-    out: dict = {}
-    for transport, flows in per.items():
-        for flow, vals in flows.items():
-            out.setdefault(transport, {})[flow] = {k: _median(v) for k, v in vals.items()}
-    return out, counts
+    return pound.flow_stats(runs), counts
 
 
 def read_bandwidth(results: Path) -> tuple[dict, dict]:
     """{transport: {size_bytes: delivered Mbit/s}} of a Fig. 19 campaign (median over the valid
     runs of each cell; a run that delivered nothing counts as 0) and the counts."""
     runs, counts = valid_runs(results)
-    per: dict[str, dict[int, list[float]]] = {}
-    for run in runs:
-        for f in run.get("flows") or []:
-            if f.get("size_bytes") is None:
-                continue
-            bw = f.get("bandwidth_mbit")
-            per.setdefault(run["transport"], {}).setdefault(int(f["size_bytes"]), []).append(
-                bw if isinstance(bw, (int, float)) and math.isfinite(bw) else 0.0)
-    return ({t: {size: _median(v) for size, v in sorted(sizes.items())} for t, sizes in per.items()},
-            counts)
+    return pound.bandwidth_curves(runs), counts
 
 
-def fig19_verdict(transport: str, curve: dict[int, float]) -> str:
-    """"ok" when the curve has the shape the paper shows for the transport, else "off: why";
-    "not in Fig. 19" for a transport the paper has no curve for."""
-    if transport not in FIG19_SHAPE:
-        return "not in Fig. 19"
-    if not curve:
-        return "missing"
-    _, shape, level = FIG19_SHAPE[transport]
-    rates = list(curve.values())
-    lo, hi = min(rates), max(rates)
-    if shape == "collapses":
-        first = curve[min(curve)]
-        large = [r for size, r in curve.items() if size >= COLLAPSE_FROM_BYTES]
-        if not large:
-            return "missing"
-        worst = max(large)
-        return ("ok" if first > 0 and worst <= COLLAPSE_FRACTION * first else
-                f"off: no collapse ({worst:.2f} of {first:.2f} Mbit/s kept at >= 64 KB)")
-    problems = []
-    if lo <= 0 or hi / lo > FLAT_RATIO:
-        problems.append(f"not flat ({lo:.2f}..{hi:.2f})")
-    if shape == "flat" and not all(abs(r - level) <= FLAT_BAND * level for r in rates):
-        problems.append(f"not near {level:g}")
-    if shape == "above" and lo < level:
-        problems.append(f"below {level:g} ({lo:.2f})")
-    return "ok" if not problems else "off: " + ", ".join(problems)
-
-
-def _size(nbytes: int) -> str:
-    return f"{nbytes // 1024} KB" if nbytes % 1024 == 0 else f"{nbytes} B"
-
-
-def _published_shape(transport: str) -> str:
-    if transport not in FIG19_SHAPE:
-        return "—"
-    name, shape, level = FIG19_SHAPE[transport]
-    if shape == "collapses":
-        return f"{name}: collapses with size"
-    return f"{name}: flat ≈ {level:g}" if shape == "flat" else f"{name}: flat > {level:g}"
+_size, _published_shape = pound._size, pound.published_shape
 
 
 def _runs_line(counts: dict) -> str:
@@ -241,22 +130,6 @@ def format_fig19(curves: dict, counts: dict, profile: str, results: Path) -> str
     return "\n".join(lines)
 
 
-def _ranks(values: list[float]) -> list[float]:
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    for r, i in enumerate(order):
-        ranks[i] = float(r)
-    return ranks
-
-
-def source_jitter_floor(std_jd: float, std_d: float) -> float:
-    """The least std of the source's own period that a std(J_d) and a std(D) measured together
-    imply, ms. The destination's period is J_d = P + D_k - D_(k-1) (P: the source's period),
-    so std(J_d) <= std(P) + 2 std(D) whatever the delays' correlation: a std(J_d) above
-    2 std(D) needs a source that jittered by the excess at least. 0 when none is implied."""
-    return max(0.0, std_jd - 2.0 * std_d)
-
-
 def source_bound(row: dict) -> bool:
     """True for a std(J_d) row judged off whose published value needs more source jitter than
     netloop's source had (:func:`source_jitter_floor`): the link alone cannot account for it."""
@@ -266,41 +139,30 @@ def source_bound(row: dict) -> bool:
 
 
 def fidelity(ours: dict) -> dict:
-    """Rows of the fidelity table and the ranking comparison. A std(J_d) row also carries the
+    """Rows of the fidelity table and the ranking comparison, judged by the study's code
+    (:func:`netloop.studies.pound.table_comparisons`). A std(J_d) row also carries the
     published and netloop std(D), netloop's source jitter (``netloop_source_std``) and the least
     source jitter the published numbers imply (``published_source_floor``,
     :func:`source_jitter_floor`): where that floor is above netloop's source jitter, part of
     the published std(J_d) is the paper's source's, not its link's."""
+    comps = iter(pound.table_comparisons(ours))
     rows = []
     for flow, table in PUBLISHED.items():
         for method, pub in table.items():
             got = ours.get(METHODS[method], {}).get(flow, {})
-            for metric, idx, judge in (("D", 2, verdict_ms), ("std_Jd", 1, verdict_ms),
-                                       ("MDR", 4, verdict_mdr)):
-                value = got.get(metric)
-                row = {"flow": flow, "method": method, "transport": METHODS[method],
-                       "metric": metric, "published": pub[idx], "netloop": value,
-                       "ratio": (value / pub[idx]) if value is not None and metric != "MDR"
-                       else None, "verdict": judge(pub[idx], value)}
+            for metric in pound.METRICS:
+                c = next(comps)
+                row = {"flow": flow, "method": method, "transport": METHODS[method], "metric": metric,
+                       "published": c.published, "netloop": c.ours,
+                       "ratio": c.ratio if metric != "MDR" else None, "verdict": WORD[c.verdict]}
                 if metric == "std_Jd":
                     row.update({"published_std_D": pub[3], "netloop_std_D": got.get("std_D"),
                                 "netloop_source_std": got.get("std_source"),
                                 "published_source_floor": source_jitter_floor(pub[1], pub[3])})
                 rows.append(row)
-    have = [m for m in PUBLISHED_LASER if ours.get(METHODS[m], {}).get("laser", {}).get("D")
-            is not None]
-    ranking = None
-    if len(have) >= 3:
-        pub = _ranks([PUBLISHED_LASER[m][2] for m in have])
-        net = _ranks([ours[METHODS[m]]["laser"]["D"] for m in have])
-        n = len(have)
-        rho = 1 - 6 * sum((a - b) ** 2 for a, b in zip(pub, net)) / (n * (n * n - 1))
-        ranking = {"methods": have, "spearman_rho": rho,
-                   "published_order": sorted(have, key=lambda m: PUBLISHED_LASER[m][2]),
-                   "netloop_order": sorted(have, key=lambda m: ours[METHODS[m]]["laser"]["D"])}
     ok = sum(r["verdict"] == "ok" for r in rows)
     judged = sum(r["verdict"] in ("ok", "off") for r in rows)
-    return {"rows": rows, "ranking": ranking, "ok": ok, "judged": judged}
+    return {"rows": rows, "ranking": pound.ranking(ours), "ok": ok, "judged": judged}
 
 
 def format_table(result: dict, counts: dict, profile: str, results: Path) -> str:
