@@ -10,6 +10,7 @@ Imported as ``netloop.analysis``: in a checkout and its devel space through the 
     prediction                                a run's response replayed from its measured delays
     degradation                               one point per run, grouped per condition
     loop_sections, flow_sections              the report's sections (rendering.Section) from the results
+    sequence_figure                           a flow's delay against the message number, run by run
     decision                                  the decision table that opens a report: rank and verdict
     glossary                                  every term and unit of the reports, defined once
     tables, rendering, page_template, plots   one number formatter and CSV writer; Markdown and

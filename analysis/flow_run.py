@@ -115,7 +115,9 @@ def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscri
     flow = recorded.flow
     out = FlowResult(flow=flow.name, kind=flow.kind, entry=recorded.entry, replica=recorded.replica,
                      replicas=recorded.replicas, per_robot=recorded.per_robot,
-                     size_bytes=flow.size_bytes if flow.kind in SIZED_KINDS else None, period_s=flow.period, subscriber=subscriber,
+                     size_bytes=flow.loop_sample_bytes if flow.kind in SIZED_KINDS else None,
+                     payload_bytes=flow.payload_bytes if flow.kind in SIZED_KINDS else None,
+                     period_s=flow.period, subscriber=subscriber,
                      measures="round trip" if flow.kind == "echo" else "one-way")
     run = RunDir(run_dir)
     try:
@@ -133,6 +135,8 @@ def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscri
         sent = dict(zip(tx.seq.tolist(), tx.stamp_ns.tolist()))
         keys = rx.seq.tolist()
     delays = np.array([(r - sent[k]) / 1e9 for k, r in zip(keys, rx.recv_ns.tolist()) if k in sent])
+    number = {k: n for n, k in enumerate(sent)}   # message number: its place in the sending order
+    out.message_numbers = [number[k] for k in keys if k in sent]
     try:   # the clocks and the outages of the run
         meta = run.read_metadata()
     except ValueError:

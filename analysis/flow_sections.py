@@ -1,7 +1,9 @@
 """The perturbing flows' part of a report: one section per flow of the experiment file, with
 the Pound paper's table (J_d, D with its percentiles, MDR, BW) per transport, per sweep
-setting and per subscriber, the flow's CSV, histograms of D and J_d, and where the flow's
-message size or period was swept the delay against the swept value.
+setting and per subscriber, the flow's CSV, histograms of D and J_d, D against the message
+number run by run (:mod:`sequence_figure`), and where the flow's message size, period or
+replica count was swept the delay against the swept value, one curve per transport and
+values of the other swept keys.
 
 Input: the :class:`RunAnalysis` of the complete runs (their ``flows``: one
 :class:`FlowResult` per flow instance and subscriber, see :mod:`flow_run`).
@@ -15,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import degradation, plots
+from . import degradation, plots, sequence_figure
 from .rendering import Section
 from .results import FlowResult, RunAnalysis
 from .tables import fmt, median_of, write_csv
@@ -119,9 +121,13 @@ def heading(entry: str, samples: list[FlowSample]) -> str:
     measured = median_of(s.result.mean_bytes for s in samples)
     if not sizes and measured is not None:
         parts.append(f"{measured:.0f} bytes per message (measured)")
+    payloads = _values(samples, "payload_bytes")
     if sizes:
         parts.append(("sizes " + ", ".join(f"{s:g}" for s in sizes) + " bytes per message (swept)") if len(sizes) > 1
                      else f"{sizes[0]:g} bytes per message")
+    if payloads:
+        parts.append(("payloads " + ", ".join(f"{p:g}" for p in payloads) + " bytes") if len(payloads) > 1
+                     else f"{payloads[0]:g}-byte payload")
     if periods:
         parts.append(("periods " + ", ".join(f"{1e3 * p:g}" for p in periods) + " ms (swept)") if len(periods) > 1
                      else f"every {1e3 * periods[0]:g} ms")
@@ -179,7 +185,8 @@ def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbi
             plots.delay_histograms_by_setting(by, fig, xlabel=label, title=f"Flow {entry}: {label}")
             section.fig(fig, f"Flow {entry}: histogram of the {label} per transport"
                              f"{', one panel per setting' if swept else ''}.")
-        for figure in (scaling_figure(entry, samples, fig_dir, capacity_mbit),
+        for figure in (sequence_figure.sequence_figure(entry, samples, fig_dir, rank, word, what),
+                       scaling_figure(entry, samples, fig_dir, capacity_mbit),
                        bandwidth_figure(entry, samples, fig_dir, capacity_mbit)):
             if figure is not None:
                 section.fig(*figure)
@@ -233,21 +240,20 @@ def bandwidth_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
     link's capacity (the Pound paper's Fig. 19)."""
     if swept_axis(samples) != "size_bytes":
         return None
-    curves: dict[str, list[tuple[float, float]]] = {}
+    curves: dict[plots.Curve, list[tuple[float, float]]] = {}
     offered: dict[float, float] = {}
     for s in samples:
         if s.result.size_bytes and s.result.period_s:
             offered[float(s.result.size_bytes)] = 8 * s.result.size_bytes / s.result.period_s / 1e6
-    for transport in dict.fromkeys(s.run.transport for s in samples):
+    for key, group in by_curve(samples, "size_bytes").items():
         points = []
-        for size in _values(samples, "size_bytes"):
+        for size in _values(group, "size_bytes"):
             bw = [s.result.bandwidth_mbit if s.result.bandwidth_mbit is not None and
-                  math.isfinite(s.result.bandwidth_mbit) else 0.0 for s in samples
-                  if s.run.transport == transport and s.result.size_bytes == size]
+                  math.isfinite(s.result.bandwidth_mbit) else 0.0 for s in group if s.result.size_bytes == size]
             if bw:
                 points.append((float(size), float(np.median(bw))))
         if points:
-            curves[transport] = sorted(points)
+            curves[key] = sorted(points)
     if not curves:
         return None
     path = fig_dir / f"flow_{entry}_bandwidth.png"
@@ -255,7 +261,7 @@ def bandwidth_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
                            offered=sorted(offered.items()), capacity_mbit=capacity_mbit)
     worst = min(curves, key=lambda t: min(b for _, b in curves[t]))
     caption = ("Bandwidth delivered at the receiver (message bytes × 8 over the receiving time, median "
-               "of the repetitions) per transport against the message size (log axis), with the load "
+               f"of the repetitions) per {curves_word(curves)} against the message size (log axis), with the load "
                "the sender offered (dashed)" + (f" and the link's nominal capacity ({fmt(capacity_mbit, 1)} "
                                                  f"Mbit/s, dotted)" if capacity_mbit else "") +
                f". Lowest: {worst}, {fmt(min(b for _, b in curves[worst]), 2)} Mbit/s at "
@@ -272,18 +278,18 @@ def scaling_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
     if axis is None:
         return None
     word = _delay_word(samples[0].result.measures)
-    curves: dict[str, list[tuple[float, float, float, float]]] = {}
-    for transport in dict.fromkeys(s.run.transport for s in samples):
+    curves: dict[plots.Curve, list[tuple[float, float, float, float]]] = {}
+    for key, group in by_curve(samples, axis).items():
         points = []
-        for value in _values(samples, axis):
-            delays = np.concatenate([np.asarray(s.result.delays_ms, float) for s in samples
-                                     if s.run.transport == transport and getattr(s.result, axis) == value] or [[]])
+        for value in _values(group, axis):
+            delays = np.concatenate([np.asarray(s.result.delays_ms, float) for s in group
+                                     if getattr(s.result, axis) == value] or [[]])
             if delays.size:
                 p5, p50, p95 = np.percentile(delays, [5, 50, 95])
                 x = 1.0 / value if axis == "period_s" else value
                 points.append((float(x), float(p50), float(p5), float(p95)))
         if points:
-            curves[transport] = sorted(points)
+            curves[key] = sorted(points)
     if not curves:
         return None
     size = _values(samples, "size_bytes")
@@ -301,16 +307,53 @@ def scaling_figure(entry: str, samples: list[FlowSample], fig_dir: Path,
               "replicas": "robots N, each sending" if any(s.result.per_robot for s in samples)
               else "node pairs N (replicas)"}[axis]
     path = fig_dir / f"flow_{entry}_scaling.png"
-    knees = {transport: explodes_at(points) for transport, points in curves.items()}
+    knees = {key: explodes_at(points) for key, points in curves.items()}
     plots.scaling_curves(curves, path, xlabel=xlabel, ylabel=f"{word} [ms]",
                          title=f"Flow {entry}: {word} against the {xlabel.split(' [')[0]}", theory=theory, knees=knees)
     knee_text = "; ".join(f"{t} from {fmt(x, 0)}" for t, x in knees.items() if x is not None)
-    caption = (f"Median {word} per transport (line) with its 5–95 % band, against the swept "
+    caption = (f"Median {word} per {curves_word(curves)} (line) with its 5–95 % band, against the swept "
                f"{xlabel.split(' [')[0]} (log axes)"
                + (f"; dotted: {theory[0]}" if theory else "") +
                (f". The delay explodes (above 10 × its value at the lightest setting): {knee_text}." if knee_text else
                 ". The delay does not explode (stays within 10 × its value at the lightest setting)."))
     return path, caption
+
+
+def axis_settings(sample: FlowSample) -> dict[str, Any]:
+    """The swept keys of a sample's run, by their short name (the last part of the key path,
+    as in the run's condition; the whole path where two keys share a last part)."""
+    settings = degradation.cell_of(sample.run)[2]
+    short = [k.rsplit(".", 1)[-1] for k in settings]
+    return {(k.rsplit(".", 1)[-1] if short.count(k.rsplit(".", 1)[-1]) == 1 else k): v for k, v in settings.items()}
+
+
+def other_keys(samples: list[FlowSample], axis: str) -> list[str]:
+    """The swept keys the figure's axis does not decide: those with more than one value at
+    one value of the axis (a key swept with it in a zip, or the axis's own key, has one)."""
+    seen: dict[str, dict[Any, set[str]]] = {}
+    for s in samples:
+        x = getattr(s.result, axis)
+        for k, v in axis_settings(s).items():
+            seen.setdefault(k, {}).setdefault(x, set()).add(repr(v))
+    return [k for k, by_x in seen.items() if any(len(values) > 1 for values in by_x.values())]
+
+
+def by_curve(samples: list[FlowSample], axis: str) -> dict[plots.Curve, list[FlowSample]]:
+    """The samples of each curve of a figure against ``axis``: one per transport and values of
+    the other swept keys (a link, a CPU level swept besides the axis), in the samples' order."""
+    others = other_keys(samples, axis)
+    out: dict[plots.Curve, list[FlowSample]] = {}
+    for s in samples:
+        settings = axis_settings(s)
+        key = plots.Curve(s.run.transport, tuple((k, settings.get(k)) for k in others))
+        out.setdefault(key, []).append(s)
+    return out
+
+
+def curves_word(curves: dict) -> str:
+    """'transport', or what else keys the curves (e.g. 'transport and link, cpu')."""
+    others = next((k.others for k in curves if isinstance(k, plots.Curve) and k.others), ())
+    return "transport" + (" and " + ", ".join(k for k, _ in others) if others else "")
 
 
 def explodes_at(points: list[tuple[float, float, float, float]], factor: float = 10.0) -> float | None:

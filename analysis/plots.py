@@ -3,8 +3,9 @@ transport has the same colour in every figure (:func:`transport_color`)."""
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import matplotlib
 import numpy as np
@@ -29,6 +30,41 @@ _FALLBACK = ["#332288", "#117733", "#44AA99", "#88CCEE", "#DDCC77", "#AA4499"]
 
 def transport_color(name: str) -> str:
     return TRANSPORT_COLORS.get(name) or _FALLBACK[zlib.crc32(name.encode()) % len(_FALLBACK)]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """The key of one curve of a figure: its transport and the values of the other swept keys
+    (``others``: (name, value) pairs), so that curves differing in any swept key stay apart."""
+
+    transport: str
+    others: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def label(self) -> str:
+        """E.g. 'tcp, link=wifi6, cpu=0.5' (the transport alone without other keys)."""
+        return ", ".join([self.transport] + [f"{k}={v}" for k, v in self.others])
+
+    def __str__(self) -> str:
+        return self.label
+
+
+LINESTYLES = ["-", "--", ":", "-."]
+
+
+def curve_styles(keys: Iterable["Curve | str"]) -> dict[Any, dict[str, Any]]:
+    """Matplotlib style of each curve key: colour by transport (as in every figure), line
+    style and marker by the values of the other swept keys (the same values, the same
+    style), and the label."""
+    keys = list(keys)
+    others = list(dict.fromkeys(k.others for k in keys if isinstance(k, Curve)))
+    out = {}
+    for k in keys:
+        transport = k.transport if isinstance(k, Curve) else str(k)
+        n = others.index(k.others) if isinstance(k, Curve) else 0
+        out[k] = {"color": transport_color(transport), "ls": LINESTYLES[n % len(LINESTYLES)],
+                  "marker": MARKERS[n % len(MARKERS)], "label": str(k)}
+    return out
 
 
 def _settled(run: dict) -> bool:
@@ -345,20 +381,23 @@ def compare_overlay(pairs: list[tuple[str, list[dict], list[dict]]], labels: tup
     return path
 
 
-def scaling_curves(curves: dict[str, list[tuple[float, float, float, float]]], path: Path, xlabel: str,
-                   ylabel: str, title: str, theory=None, knees: dict[str, float | None] | None = None) -> Path:
-    """A delay against a swept value, per transport: ``curves`` is {transport: [(x, median,
-    p5, p95), ...]} drawn as the median line over its 5–95 % band, on log axes. ``theory``:
-    (label, f) draws f(x) dotted, or (label, x) a dotted vertical line at x; ``knees``:
-    {transport: x} marks where that transport's delay explodes."""
+def scaling_curves(curves: dict[Curve | str, list[tuple[float, float, float, float]]], path: Path, xlabel: str,
+                   ylabel: str, title: str, theory=None, knees: dict[Curve | str, float | None] | None = None) -> Path:
+    """A delay against a swept value, per curve: ``curves`` is {key: [(x, median, p5, p95),
+    ...]}, a key a transport or a :class:`Curve` (transport and the other swept keys' values:
+    colour by transport, line style by the rest), drawn as the median line over its 5–95 %
+    band, on log axes. ``theory``: (label, f) draws f(x) dotted, or (label, x) a dotted
+    vertical line at x; ``knees``: {key: x} marks where that curve's delay explodes."""
     fig, ax = plt.subplots(figsize=(7.5, 4.4), dpi=110)
     xs_all = [x for pts in curves.values() for x, *_ in pts]
-    for transport, pts in curves.items():
+    styles = curve_styles(curves)
+    for key, pts in curves.items():
         x, med, lo, hi = (np.asarray(v, float) for v in zip(*pts))
-        color = transport_color(transport)
+        style = styles[key]
+        color = style["color"]
         ax.fill_between(x, np.maximum(lo, 1e-3), np.maximum(hi, 1e-3), color=color, alpha=0.15, lw=0)
-        ax.plot(x, np.maximum(med, 1e-3), marker="o", ms=4, color=color, lw=1.5, label=transport)
-        knee = (knees or {}).get(transport)
+        ax.plot(x, np.maximum(med, 1e-3), ms=4, lw=1.5, **style)
+        knee = (knees or {}).get(key)
         if knee is not None:
             y = med[list(x).index(knee)]
             ax.plot([knee], [y], marker="X", ms=11, color=color, mec="black", zorder=5)
@@ -390,16 +429,17 @@ def _save_curves(fig, ax, path: Path, xlabel: str, ylabel: str, title: str) -> P
     return path
 
 
-def bandwidth_curves(curves: dict[str, list[tuple[float, float]]], path: Path, title: str,
+def bandwidth_curves(curves: dict[Curve | str, list[tuple[float, float]]], path: Path, title: str,
                      offered: list[tuple[float, float]] | None = None,
                      capacity_mbit: float | None = None) -> Path:
-    """Delivered Mbit/s against the message size, one line per transport (``curves``:
-    {transport: [(size_bytes, mbit_s), ...]}); ``offered`` the sender's load at each size
-    (dashed), ``capacity_mbit`` the link's nominal capacity (dotted). Log x, linear y from 0."""
+    """Delivered Mbit/s against the message size, one line per curve (``curves``: {transport
+    or :class:`Curve`: [(size_bytes, mbit_s), ...]}); ``offered`` the sender's load at each
+    size (dashed), ``capacity_mbit`` the link's nominal capacity (dotted). Log x, linear y from 0."""
     fig, ax = plt.subplots(figsize=(7.5, 4.4), dpi=110)
-    for transport, pts in curves.items():
+    styles = curve_styles(curves)
+    for key, pts in curves.items():
         x, y = zip(*pts)
-        ax.plot(x, y, marker="o", ms=4, lw=1.5, color=transport_color(transport), label=transport)
+        ax.plot(x, y, ms=4, lw=1.5, **styles[key])
     if offered:
         x, y = zip(*offered)
         ax.plot(x, y, color="0.4", ls="--", lw=1.0, label="offered by the sender")

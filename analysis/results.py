@@ -127,6 +127,7 @@ class FlowResult(Result):
     replicas: int = 1                               # how many replicas of the entry the run had
     per_robot: bool = False                         # the replicas are one per robot (per_robot: true)
     size_bytes: int | None = optional()             # bytes per message as configured (flows.message_bytes)
+    payload_bytes: int | None = optional()          # the payload of each message, where the flow set it
     period_s: float | None = optional()             # the configured period
     subscriber: str | None = optional()            # "#k on <host>" when the flow has several
     measures: str = "one-way"                       # what D is: "one-way", or "round trip" (echo flows)
@@ -145,6 +146,7 @@ class FlowResult(Result):
     clock_uncertainty_ms: float | None = optional()  # real machines: D's clock correction is known to ±this
     outages: list[dict[str, Any]] = field(default_factory=list)  # analysis.outages.per_outage
     delays_ms: list[float] = series()
+    message_numbers: list[int] = series()           # of each delay: the message's place in the sending order, from 0
     periods_ms: list[float] = series()
 
     @property

@@ -1,5 +1,6 @@
 """Synthetic run directories whose exact answer is known: records written from
-:func:`baseline.simulate_loop` with a chosen per-message delay trace.
+:func:`baseline.simulate_loop` with a chosen per-message delay trace, or (flows only,
+:func:`write_flow_run`) each flow message's chosen delay.
 
 The records look like the nodes' own (format netloop-events/1, metadata netloop-run/1), so
 the whole analysis (records -> delays -> prediction, degradation, report, compare) can be
@@ -97,25 +98,70 @@ def write_run(run_dir: str | Path, cfg: dict, y_delays, u_delays, sample_times=N
         rows.sort(key=lambda r: (r[0], r[1]))
         (run_dir / "records" / f"{name}.csv").write_text(",".join(HEADER) + "\n" + "".join(r[2] for r in rows),
                                                          encoding="utf-8")
+    (run_dir / "metadata.json").write_text(json.dumps(_metadata(run_dir, cfg, status), indent=1), encoding="utf-8")
+    return SyntheticRun(run_dir, times_s, resp.y, delays, ~u_ok, stale)
+
+
+def _metadata(run_dir: Path, cfg: dict, status: str) -> dict[str, Any]:
+    """A run's metadata.json as the runner writes it (the parts the analysis reads)."""
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
-    meta = {"format": "netloop-run/1", "records_format": "netloop-events/1", "status": status,
+    loop = cfg["loop"]
+    return {"format": "netloop-run/1", "records_format": "netloop-events/1", "status": status,
             "start_time": now, "end_time": None if status == "running" else now, "run_id": run_dir.name,
-            "experiment": cfg, "transport": _transport_record(cfg["transport"]), "git": {"commit": "synthetic", "dirty": False},
-            "host": {"cpu": "synthetic", "cores": 0},
+            "experiment": cfg, "transport": _transport_record(cfg["transport"]),
+            "git": {"commit": "synthetic", "dirty": False}, "host": {"cpu": "synthetic", "cores": 0},
             "link": {"profile": cfg["link"], "params": {"description": "synthetic records (analysis.synthetic)"},
                      "capacity_mbit": None},
             "loop": {"type": loop["type"], "placement": loop["placement"]}, "negotiated_transport": {},
             "error": None if status == "complete" else f"synthetic {status}"}
+
+
+def write_flow_run(run_dir: str | Path, cfg: dict, delays: dict[str, Any], status: str = "complete",
+                   t0_ns: int = T0_NS) -> Path:
+    """A run directory of flows (the experiment ``cfg`` as a run's metadata records it): for
+    each flow instance (replicas expanded) whose name ``delays`` holds, its sender's tx record
+    (message k sent at k x period, seq k) and its receivers' records, each message arriving
+    ``delays[name][k]`` seconds after it was sent (NaN: lost); an echo flow's delay is its
+    round trip. Messages have the flow's serialized size (40 + payload_bytes or size_bytes)."""
+    from ..rundir import sink_names  # noqa: PLC0415
+    from .flow_run import recorded_flows  # noqa: PLC0415
+
+    run_dir = Path(run_dir)
+    (run_dir / "records").mkdir(parents=True, exist_ok=True)
+    meta = _metadata(run_dir, cfg, status)
+    flows, problems = recorded_flows(meta)
+    if problems:
+        raise ValueError("; ".join(problems))
+    for recorded in flows:
+        flow = recorded.flow
+        if flow.name not in delays:
+            continue
+        d = np.asarray(delays[flow.name], float)
+        topic = flow.topic or f"/flows/{flow.name}"
+        sent = t0_ns + np.round(np.arange(len(d)) * flow.period * 1e9).astype(np.int64)
+        arrive = sent + np.round(np.nan_to_num(d) * 1e9).astype(np.int64)
+        size = flow.loop_sample_bytes
+        tx = "".join(_row("tx", topic, k, 0.0, sent[k], size=size) for k in range(len(d)))
+        (run_dir / "records" / f"flow_{flow.name}_tx.csv").write_text(",".join(HEADER) + "\n" + tx,
+                                                                       encoding="utf-8")
+        order = sorted(np.flatnonzero(np.isfinite(d)).tolist(), key=lambda k: (arrive[k], k))
+        rx_topic = f"{topic}/echo" if flow.kind == "echo" else topic
+        rx = "".join(_row("rx", rx_topic, k, 0.0, sent[k], arrive[k], size=size) for k in order)
+        for _node, _host, record in sink_names(flow):
+            (run_dir / "records" / record).write_text(",".join(HEADER) + "\n" + rx, encoding="utf-8")
     (run_dir / "metadata.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
-    return SyntheticRun(run_dir, times_s, resp.y, delays, ~u_ok, stale)
+    return run_dir
 
 
 DelayModel = Callable[[Any, dict, np.random.Generator], tuple[np.ndarray, np.ndarray]]
+FlowDelayModel = Callable[[Any, dict, str, np.random.Generator], np.ndarray]
 
 
-def write_campaign(out_dir: str | Path, doc: dict, delays: DelayModel, seed: int = 1) -> Path:
+def write_campaign(out_dir: str | Path, doc: dict, delays: DelayModel | FlowDelayModel, seed: int = 1) -> Path:
     """A whole campaign directory (experiment.yaml, campaign.json, runs/) for the experiment
-    document ``doc``; ``delays(cell, run_cfg, rng)`` returns (y_delays, u_delays) of a run."""
+    document ``doc``; ``delays(cell, run_cfg, rng)`` returns (y_delays, u_delays) of a run.
+    With ``loop.type: none`` (flows only), ``delays(cell, run_cfg, flow_name, rng)`` returns the
+    delays of one flow instance's messages (:func:`write_flow_run`)."""
     import yaml  # noqa: PLC0415
 
     from ..experiment import expand, for_cell, validate_experiment  # noqa: PLC0415
@@ -129,8 +175,12 @@ def write_campaign(out_dir: str | Path, doc: dict, delays: DelayModel, seed: int
     rows = []
     for cell in expand(cfg):
         run_cfg = for_cell(cfg, cell).metadata()   # the experiment as the run's metadata.json records it
-        y_d, u_d = delays(cell, run_cfg, rng)
-        write_run(out_dir / "runs" / cell.run_id, run_cfg, y_d, u_d)
+        if run_cfg["loop"]["type"] == "none":
+            names = [f.name for f in for_cell(cfg, cell).experiment.flow_instances]
+            write_flow_run(out_dir / "runs" / cell.run_id, run_cfg, {n: delays(cell, run_cfg, n, rng) for n in names})
+        else:
+            y_d, u_d = delays(cell, run_cfg, rng)
+            write_run(out_dir / "runs" / cell.run_id, run_cfg, y_d, u_d)
         rows.append({"run_id": cell.run_id, "transport": cell.transport, "condition": cell.condition,
                      "settings": dict(cell.settings), "repetition": cell.repetition, "status": "complete",
                      "error": None})

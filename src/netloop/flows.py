@@ -26,15 +26,14 @@ machine, so one-way delays are exact.
 """
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
+from .model import LOOP_SAMPLE_BYTES, Flow
 from .rundir import sink_names
 from .schema import Collector, ConfigError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .model import Flow
 
 
 def check_flows(flows: list["Flow"], hosts: list[str], key: str = "flows") -> None:
@@ -71,12 +70,28 @@ def check_flows(flows: list["Flow"], hosts: list[str], key: str = "flows") -> No
         if f.send_jitter and f.send_jitter * 3 > f.period:
             found.add(f"{where}.send_jitter", f"{f.send_jitter:g} s is more than a third of the period "
                                               f"({f.period:g} s): the clipping at +-0.45 period would shape it")
+        if f.payload_bytes is not None:
+            _check_payload(f, where, found)
         if f.kind == "echo" and (len(f.to) > 1 or f.subscribers > 1):
             found.add(f"{where}.to", "an echo flow has one echoer: one receiving host and subscribers 1")
         if f.kind == "lidar_bag" and f.bag:
             with found.check():
                 _check_bag(f, where)
     found.raise_if_any()
+
+
+def _check_payload(f: "Flow", where: str, found: Collector) -> None:
+    """payload_bytes: for the sized kinds, and not with a size_bytes that says otherwise."""
+    if f.kind not in ("generic", "echo"):
+        found.add(f"{where}.payload_bytes", f"for generic and echo flows; a {f.kind} flow's size is its content's")
+    elif f.size_bytes not in (_default_size(), LOOP_SAMPLE_BYTES + f.payload_bytes):
+        found.add(f"{where}.size_bytes", f"{f.size_bytes} given with payload_bytes {f.payload_bytes}, which makes "
+                                         f"the message {LOOP_SAMPLE_BYTES + f.payload_bytes} bytes: give one of "
+                                         "the two")
+
+
+def _default_size() -> int:
+    return next(fl.metadata["node"].default for fl in dataclasses.fields(Flow) if fl.name == "size_bytes")
 
 
 def _check_bag(f: "Flow", where: str) -> None:
@@ -97,9 +112,10 @@ def topic_of(flow: "Flow") -> str:
 
 
 def message_bytes(flow: "Flow") -> int:
-    """Expected serialized size of one message (used to choose a transport by size)."""
+    """Expected serialized size of one message (used to choose a transport by size); a
+    generic or echo flow's exact size: 40 + ``payload_bytes`` where given, else ``size_bytes``."""
     if flow.kind in ("generic", "echo"):
-        return flow.size_bytes
+        return flow.loop_sample_bytes
     if flow.kind == "camera":
         raw = flow.width * flow.height * 3
         return raw if flow.encoding == "raw" else raw // 10
@@ -241,7 +257,7 @@ def _source(flow: "Flow", topic: str, rec: Path, queues: dict, run_dir: Path, no
     if flow.send_jitter:
         params.update(send_jitter=flow.send_jitter, seed=zlib.crc32(flow.name.encode()) % 2**31 or 1)  # XML-RPC int
     if flow.kind in ("generic", "echo"):
-        params.update(message="loop_sample", size_bytes=flow.size_bytes)
+        params.update(message="loop_sample", size_bytes=message_bytes(flow))
     elif flow.encoding == "raw":
         params.update(message="image", width=flow.width, height=flow.height)
     else:

@@ -19,6 +19,9 @@ from .schema import Any_, Bool, Enum, Int, List, Map, Num, Str, key, section, to
 FLOW_KINDS = ["generic", "camera", "lidar_bag", "topic", "echo"]
 FLOW_TRANSPORTS = ["same", "tcp", "tcp_nodelay", "udp"]
 QUEUE_SIZE_MAX = 1_000_000
+#: serialized netloop/LoopSample without padding: seq 4, value 8, stamp 8, answer_seq 8, answer_stamp 8,
+#: the padding's length 4 (flow_source pads it to a flow's size; flows.message_bytes)
+LOOP_SAMPLE_BYTES = 40
 
 
 def _loop_kind_names() -> list[str]:
@@ -122,7 +125,15 @@ class Flow:
                                       "link_params.robots): 'robot' in from/to becomes each robot in turn; "
                                       "named <name>_<robot>, each on its own topic (horizontal scaling)"))
     topic: str | None = key(Str(None, "topic (default /flows/<name>)"))
-    size_bytes: int = key(Int(1024, "generic, echo: serialized message size [bytes]", ge=64, le=100_000_000))
+    size_bytes: int = key(Int(1024, "generic, echo: serialized message size [bytes]: netloop/LoopSample, whose own "
+                                    "fields take 40 bytes, padded to this size (not used with payload_bytes)",
+                              ge=LOOP_SAMPLE_BYTES, le=100_000_000))
+    payload_bytes: int | None = key(Int(None, "generic, echo: payload per message [bytes] (the scalability study's "
+                                              "'Hello World': 11): netloop/LoopSample with exactly this many padding "
+                                              "bytes, 40 + payload_bytes serialized (its own fields: seq, value, "
+                                              "stamp, answer_seq, answer_stamp, the padding's length); sets the size "
+                                              "in place of size_bytes. none: size_bytes decides",
+                                        ge=0, le=100_000_000 - LOOP_SAMPLE_BYTES))
     period: float = key(Num(0.1, "seconds between messages", gt=0, le=3600))
     send_jitter: float = key(Num(0.0, "generic, echo, camera: std of each message's send time around its nominal "
                                       "time k x period [s] (normal, clipped to +-0.45 period so messages keep "
@@ -165,6 +176,12 @@ class Flow:
             return [self]
         return [dataclasses.replace(self, name=f"{self.name}_{k}", topic=f"{self.topic}_{k}" if self.topic else None,
                                     replicas=1) for k in range(1, self.replicas + 1)]
+
+    @property
+    def loop_sample_bytes(self) -> int:
+        """generic, echo: the serialized size of each message, 40 + ``payload_bytes`` where
+        given, else ``size_bytes``."""
+        return self.size_bytes if self.payload_bytes is None else LOOP_SAMPLE_BYTES + self.payload_bytes
 
     @property
     def subscriber_hosts(self) -> list[str]:
