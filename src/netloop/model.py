@@ -20,7 +20,8 @@ FLOW_KINDS = ["generic", "camera", "lidar_bag", "topic", "echo"]
 FLOW_TRANSPORTS = ["same", "tcp", "tcp_nodelay", "udp"]
 QUEUE_SIZE_MAX = 1_000_000
 #: serialized netloop/LoopSample without padding: seq 4, value 8, stamp 8, answer_seq 8, answer_stamp 8,
-#: the padding's length 4 (flow_source pads it to a flow's size; flows.message_bytes)
+#: the padding's length 4 (flow_source pads it to a flow's size; flows.message_bytes); a test holds it to
+#: the generated message class
 LOOP_SAMPLE_BYTES = 40
 
 

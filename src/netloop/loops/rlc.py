@@ -16,16 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
+from ..model import LOOP_SAMPLE_BYTES   # netloop/LoopSample's size without padding (a test holds it to the message)
 from ..transports.base import CrossingTopic
 from .base import LoopKind, LoopStart, StartedLoop
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import Experiment, Loop
-
-#: serialized size of a netloop/LoopSample without padding: seq (4) + value (8) + stamp (8)
-#: + answer_seq (8) + answer_stamp (8) + the padding array's length (4); a test holds it to
-#: the generated message class
-LOOP_SAMPLE_BYTES = 40
 
 
 @dataclass(frozen=True)
