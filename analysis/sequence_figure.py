@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from . import plots
 from .results import FlowResult
@@ -97,8 +98,8 @@ def sequence_figure(entry: str, samples, fig_dir: Path, rank: list[str], word: s
                f"line per run" + (" (the mean over its replicas and subscribers)" if instances else "") +
                (", the mean of the runs per message number thick" if several else "") +
                "; a gap is a lost message" +
-               (f"; runs of more than {MAX_POINTS} messages are drawn as the median of every {per} consecutive "
-                "messages" if per > 1 else "") + ".")
+               (f"; a run of more than {MAX_POINTS} messages is drawn as the medians of consecutive messages "
+                f"(up to {per} a point)" if per > 1 else "") + ".")
     return path, caption
 
 
@@ -132,7 +133,11 @@ def draw(by_setting: dict[str, dict[str, list[np.ndarray]]], settings: list[str]
         ax.set_xlabel("message number")
         ax.set_ylabel(ylabel, fontsize=8)
         ax.grid(True, which="both", alpha=0.25)
-        ax.legend(fontsize=7.5, loc="upper right")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if len(by_setting[setting]) > 4:   # many transports: the legend beside the panel, not over the lines
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        else:
+            ax.legend(fontsize=7.5, loc="upper right")
     for ax in list(axes.flat)[len(settings):]:
         ax.set_visible(False)
     fig.suptitle(title)

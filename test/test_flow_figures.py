@@ -57,7 +57,7 @@ def test_the_report_draws_the_delay_against_the_message_number(sequence_campaign
     assert (sequence_campaign / "figures" / "flow_hello_sequence.png").stat().st_size > 10_000
     caption = md.split("figures/flow_hello_sequence.png)", 1)[1].strip().split("\n", 1)[0]
     assert "against its number" in caption and "mean of the runs" in caption and "lost message" in caption
-    assert "median of every" not in caption                         # 1,200 messages: every one drawn
+    assert "medians of consecutive" not in caption                  # 1,200 messages: every one drawn
 
 
 def test_runs_mean_per_message_number_and_long_runs_thinned():
@@ -129,3 +129,17 @@ def test_payload_bytes_makes_the_message_and_is_refused_where_it_means_nothing()
         with pytest.raises(ConfigError) as err:
             flow(**bad)
         assert where in str(err.value) and says in str(err.value)
+
+
+def test_a_long_run_is_drawn_as_medians_and_says_so(tmp_path):
+    from netloop.analysis.results import FlowResult, RunAnalysis
+    n = 5000
+    run = RunAnalysis(run_id="tcp-r0", transport="tcp", status="complete", loop_type="none")
+    result = FlowResult(flow="hello", kind="echo", entry="hello", ok=True, measures="round trip",
+                        delays_ms=list(np.linspace(1, 50, n)), message_numbers=list(range(n)))
+    path, caption = sequence_figure.sequence_figure("hello", [flow_sections.FlowSample(run, result)], tmp_path,
+                                                    [], "RTT", "round-trip time")
+    assert path.stat().st_size > 10_000
+    assert caption.startswith("Round-trip time of each message against its number")
+    assert f"more than {sequence_figure.MAX_POINTS} messages" in caption and "(up to 4 a point)" in caption
+    assert "mean of the runs" not in caption and "one panel per setting" not in caption
