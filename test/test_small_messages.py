@@ -36,8 +36,8 @@ def test_eleven_byte_payloads_cross_every_transport(tmp_path):
             continue
         for flow, record in zip(recorded_flows(run), ("flow_hello_rx.csv", "flow_oneway_rx.csv")):
             f = analyse_flow(run, flow)
-            got = read_events(run / "records" / record)
-            sizes = set(got.bytes.tolist()) | set(read_events(run / "records" / f"flow_{flow.name}_tx.csv").bytes.tolist())
+            sent = read_events(run / "records" / f"flow_{flow.name}_tx.csv")
+            sizes = set(read_events(run / "records" / record).bytes.tolist()) | set(sent.bytes.tolist())
             if not (f.ok and f.sent == COUNT and f.MDR == 1.0 and sizes == {51} and f.payload_bytes == 11):
                 failed[f"{transport} {flow.name}"] = (f.problems, f.sent, f.MDR, sizes)
     assert not failed, failed
