@@ -10,6 +10,10 @@ Run inside the hosts (``tb.exec_prefix(host) + [python, "-m", "netloop.testbed.h
     recv --port P --seconds S                     # prints one JSON object: delays per flow
     send --host H --port P --transport T --seconds S [--no-bulk]
 
+``recv`` and ``capture`` count their ``--seconds`` from the first message (waiting up to
+:data:`FIRST_WAIT_S` for it), so a sender that is slow to start on a busy machine still has
+its messages counted to the end.
+
 ``--transport``: ``tcp`` (Nagle on), ``tcp_nodelay`` (TCP_NODELAY on both connections) or
 ``udp`` (the bulk message is cut into ``--datagram`` byte datagrams sent back to back, as
 UDPROS does; a message counts once all its datagrams arrived). The flows use ports P
@@ -34,6 +38,23 @@ import time
 _HDR = struct.Struct("!IIdHH")   # length, seq, send time, fragment, fragments
 SIOCOUTQ = termios.TIOCOUTQ
 SIOCOUTQNSD = 0x894B
+#: how long ``recv`` and ``capture`` wait for the first message before giving up
+FIRST_WAIT_S = 30.0
+
+
+def _window(seconds: float):
+    """A time window that opens with the first message: ``started()`` on each message,
+    ``open()`` while ``seconds`` have not passed since the first (or, before it, until
+    :data:`FIRST_WAIT_S`)."""
+    state = {"end": time.time() + FIRST_WAIT_S, "first": False}
+
+    def started() -> None:
+        if not state["first"]:
+            state["first"], state["end"] = True, time.time() + seconds
+
+    def is_open() -> bool:
+        return time.time() < state["end"]
+    return started, is_open
 
 
 def _ioctl_int(sock: socket.socket, req: int) -> int:
@@ -69,11 +90,13 @@ def recv(port: int, seconds: float) -> dict:
     conns: dict[socket.socket, list] = {}
     frags: dict[tuple, set] = {}
     print(json.dumps({"ready": True}), flush=True)
-    end = time.time() + seconds
-    while time.time() < end:
+    started, is_open = _window(seconds)
+    while is_open():
         socks = list(listeners) + list(udps) + list(conns)
         ready, _, _ = select.select(socks, [], [], 0.2)
         now = time.time()
+        if ready:
+            started()
         for s in ready:
             if s in listeners:
                 c, _ = s.accept()
@@ -118,8 +141,8 @@ def capture(port: int, seconds: float, iface: str = "net0") -> dict:
     s.settimeout(0.2)
     seen: dict[int, float] = {}
     print(json.dumps({"ready": True}), flush=True)
-    end = time.time() + seconds
-    while time.time() < end:
+    started, is_open = _window(seconds)
+    while is_open():
         try:
             data, anc, _, _ = s.recvmsg(65535, 64)
         except socket.timeout:
@@ -142,6 +165,7 @@ def capture(port: int, seconds: float, iface: str = "net0") -> dict:
         length, seq, ts, frag, nfrag = _HDR.unpack_from(data, pay)
         if length > 1 << 20 or not (0 < ts and abs(ts - time.time()) < 60):
             continue
+        started()
         when = time.time()
         for level, kind, val in anc:
             if level == socket.SOL_SOCKET and kind == 29:
