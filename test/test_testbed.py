@@ -89,9 +89,11 @@ def test_ethernet_goodput_near_100_mbit():
         assert tb.exec_prefix("robot") == ["ip", "netns", "exec", f"nl{tb.id}-robot"]
         assert tb.address("robot") == "10.77.0.1" and tb.address("operator") == "10.77.0.2"
         tb.up()  # idempotent
-        g = bench.goodput(tb, seconds=2.5)
+        # ~95.7 each way (also with one core busy); a sender starved for half a second of the
+        # 2.5 would make 76: the best of up to 3 (load only takes goodput)
+        g = best_of(lambda: bench.goodput(tb, seconds=2.5), lambda g: g["mbit_s"] > 80)
         assert 80 < g["mbit_s"] < 105, g
-        back = bench.goodput(tb, "operator", "robot", seconds=1.5)
+        back = best_of(lambda: bench.goodput(tb, "operator", "robot", seconds=1.5), lambda g: g["mbit_s"] > 80)
         assert 80 < back["mbit_s"] < 105, back
         meta = tb.metadata()
         assert "htb" in meta["link"]["tc_robot"] and meta["health"]["valid"]
@@ -139,22 +141,38 @@ def test_a_stopped_emulator_reports_the_stall_and_when_it_began(profile, params,
         bench.rtt(tb, count=20, interval=0.02)            # past ns-3's warm-up, frames flowing
         echoes = threading.Thread(target=bench.rtt, args=(tb,), kwargs={"count": 1500, "interval": 0.002})
         echoes.start()   # frames in flight all along (the shaper's samples are frame releases)
+
+        # the stop comes once the newest stats interval saw the echoes' frames (a fixed 1 s
+        # was too short for the echo processes to start at a load average of 10)
+        def releasing():
+            lines = tb._link.stats.stats()
+            return len(lines) >= 2 and lines[-1]["probes"] - lines[-2]["probes"] > 100
+
+        # the stall the stop made, by when it began; a busy machine may add stalls of its own
+        # (one of 58 ms a second earlier, the emulator at normal priority and one core busy)
+        def the_stops_stall(h):
+            return [st for st in h["stalls"]
+                    if st["max_ms"] > 40 and stopping - 0.05 < st["began"] < stopped + 0.05]
         try:
-            time.sleep(1.0)
-            stopped = time.time()
+            wait_until(releasing, 10, "the echoes' frames through the link")
+            stopping = time.time()
             os.kill(pid, signal.SIGSTOP)
+            stopped = time.time()
             time.sleep(0.06)
             os.kill(pid, signal.SIGCONT)
-            wait_until(lambda: tb.health()["stalls"], 10, "the stall in the stats")
+            wait_until(lambda: the_stops_stall(tb.health()), 10, "the stall in the stats")
         finally:
             os.kill(pid, signal.SIGCONT)
             echoes.join()
-        stalls = [st for st in tb.health()["stalls"] if st["max_ms"] > 40]
-        assert len(stalls) == 1, tb.health()["stalls"]
+        stalls = the_stops_stall(tb.health())
+        assert len(stalls) == 1, (tb.health()["stalls"], stopping, stopped)   # the stop is one stall
         st = stalls[0]
         assert st["max_ms"] < 1000 and st["late_samples"] >= 1
-        assert abs(st["began"] - stopped) < 0.05, (st, stopped)
-        assert tb.health(since=stopped - 1.0, until=stopped - 0.2)["stalls"][0]["counted"] is False
+
+        def the_stop(h):
+            return next(s for s in h["stalls"] if s["began"] == st["began"])
+        assert the_stop(tb.health(since=stopped - 1.0, until=stopped - 0.2))["counted"] is False
+        assert the_stop(tb.health(since=stopped - 1.0, until=stopped + 0.2))["counted"] is True
         assert tb.health(since=stopped - 1.0, until=stopped + 0.2)["late_samples"] >= st["late_samples"]
     _assert_gone(tb)
 
@@ -162,10 +180,15 @@ def test_a_stopped_emulator_reports_the_stall_and_when_it_began(profile, params,
 @pytest.mark.timeout(60)
 def test_shaped_delay_gives_rtt():
     with Testbed(load_profile("shaped", {"delay_ms": 20})) as tb:
-        r = bench.rtt(tb, count=30, interval=0.02)
-        assert r["received"] == 30, r
-        assert 39 < r["rtt_median_ms"] < 44 and r["rtt_min_ms"] > 39.5, r
-        g = bench.goodput(tb, seconds=2)  # 10 Mbit/s shaped, 40 ms RTT
+        def echoes():
+            r = bench.rtt(tb, count=30, interval=0.02)
+            assert r["received"] == 30 and r["rtt_min_ms"] > 39.5, r   # never below 2 x 20 ms
+            return r
+        # median ~40.4 ms; 43.1 with the shaper at normal priority and one core busy: the best
+        # of up to 3 (load only adds delay)
+        r = best_of(echoes, lambda r: r["rtt_median_ms"] < 44)
+        assert 39 < r["rtt_median_ms"] < 44, r
+        g = best_of(lambda: bench.goodput(tb, seconds=2), lambda g: g["mbit_s"] > 7)  # 10 Mbit/s shaped: ~9.4
         assert 7 < g["mbit_s"] < 10.2, g
     _assert_gone(tb)
 
@@ -187,15 +210,26 @@ def test_shaped_loss_fraction():
 def test_shaped_jitter_reorders_only_when_allowed(reorder):
     prof = load_profile("shaped", {"delay_ms": 10, "jitter_ms": 4, "jitter_dist": "uniform",
                                    "reorder": reorder})
-    with Testbed(prof) as tb:
+
+    def echoes():
         r = bench.rtt(tb, count=300, interval=0.002, wait=0.5)
+        assert r["received"] == 300, r
+        assert r["rtt_max_ms"] - r["rtt_min_ms"] > 4, r  # jitter is there
+        if reorder:   # never below 2 x (10 - 4) ms
+            assert r["rtt_min_ms"] > 12 and r["rtt_median_ms"] > 18, r
+        return r
+
+    def in_time(r):
+        return r["rtt_median_ms"] < 22 and r["rtt_p95_ms"] < 29
+    with Testbed(prof) as tb:
+        # reordering: each datagram 2 x (10 +- 4) ms (the first also waits for ARP); median
+        # ~20.7, p95 ~26.8 idle; 24.9 and 161 with the shaper at normal priority and one core
+        # busy: the best of up to 3 (load only adds delay)
+        r = best_of(echoes, in_time if reorder else lambda r: True)
     _assert_gone(tb)
-    assert r["received"] == 300, r
-    assert r["rtt_max_ms"] - r["rtt_min_ms"] > 4, r  # jitter is there
     if reorder:
         assert r["reordered"] > 20, r
-        # 2 x (10 +- 4) ms (the first datagram also waits for ARP)
-        assert 12 < r["rtt_min_ms"] and 18 < r["rtt_median_ms"] < 22 and r["rtt_p95_ms"] < 29, r
+        assert in_time(r), r
     else:
         assert r["reordered"] == 0, r
 
@@ -262,14 +296,20 @@ def test_wifi6_2hop_relays_and_ends_are_hidden():
         assert tb.address("relay") == "10.77.0.3"
         via = bench.rtt(tb, "robot", "operator", count=10, interval=0.02)
         assert via["received"] == 10, via
-        hop = bench.rtt(tb, "robot", "relay", count=10, interval=0.02, dontroute=True)
-        assert hop["received"] == 10, hop
-        assert via["rtt_median_ms"] > hop["rtt_median_ms"]  # two hops take longer
+
+        def one_hop():
+            hop = bench.rtt(tb, "robot", "relay", count=10, interval=0.02, dontroute=True)
+            assert hop["received"] == 10, hop
+            return hop
+        # two hops take longer: ~1.6 against ~1.0 ms idle, a margin a busy moment during the
+        # one hop's echoes alone could hide: the best of up to 3 of those (load only adds delay)
+        hop = best_of(one_hop, lambda hop: via["rtt_median_ms"] > hop["rtt_median_ms"])
+        assert via["rtt_median_ms"] > hop["rtt_median_ms"], (via, hop)
         # without the route through the relay the operator is out of radio range
         direct = bench.rtt(tb, "robot", "operator", count=5, interval=0.05, dontroute=True,
                            wait=0.5)
         assert direct["received"] == 0, direct
-        g = bench.goodput(tb, seconds=4)
+        g = best_of(lambda: bench.goodput(tb, seconds=4), lambda g: g["mbit_s"] > 1.2)  # ~2.05
         assert 1.2 < g["mbit_s"] < 3.5, g
         assert tb.metadata()["link"]["positions_m"] == {"robot": 0, "relay": 20, "operator": 40}
     _assert_gone(tb)
