@@ -34,6 +34,19 @@ class Point:
         return round(1 / self.period_s) if self.period_s else None
 
     @property
+    def delivered_pct(self) -> Optional[float]:
+        """Throughput as a share of what was offered, %: the messages delivered (MDR), or, where
+        less, the delivered rate over the offered rate (bandwidth / (size x rate)): a link or a
+        node that cannot keep up delivers late rather than never when queues are deep, and a
+        count over a fixed window (the Raspberry Pi study's) then sees the rate, not the MDR."""
+        if self.mdr_pct is None:
+            return None
+        offered = self.size_bytes * 8 / self.period_s / 1e6 if self.size_bytes and self.period_s else None
+        if self.bw_mbit is None or not offered:
+            return self.mdr_pct
+        return min(self.mdr_pct, 100.0 * self.bw_mbit / offered)
+
+    @property
     def subscriber_number(self) -> Optional[int]:
         """k of "#k on <host>", None for a flow with one subscriber."""
         if not self.subscriber.startswith("#"):
