@@ -82,7 +82,7 @@ def _by_item(result):
 def test_maruyama_shapes_hold_and_numbers_match(tmp_path):
     result = load("maruyama").compare(_maruyama_campaigns(tmp_path))
     v = _by_item(result)
-    assert v["Fig 17 (1-b) ROS 1 at 1 MB: latency subscriber 5 / subscriber 1"] == core.MATCH
+    assert v["Fig 17 (1-b) ROS 1 at 1 MB: latency of the slowest / the fastest of 5 subscribers"] == core.MATCH
     assert v["Figs 20-21 remote ROS 1: throughput of 4 MB at 10 Hz (335 Mbit/s offered)"] == core.MATCH
     for item in ("Figs 7-8 local ROS 1: latency constant up to 4 KB", "Figs 7-8 remote Cyclone DDS: latency grows "
                  "sharply from 16 KB", "Figs 7-8 ROS 1: remote - local latency is the transfer time at 100 Mbit/s",
@@ -101,7 +101,7 @@ def test_maruyama_shapes_hold_and_numbers_match(tmp_path):
 def test_maruyama_misses_and_failed_shapes(tmp_path):
     result = load("maruyama").compare(_maruyama_campaigns(tmp_path, sub5=1.05, dds_late=20, bw4=40.0))
     v = _by_item(result)
-    assert v["Fig 17 (1-b) ROS 1 at 1 MB: latency subscriber 5 / subscriber 1"] == core.MISS
+    assert v["Fig 17 (1-b) ROS 1 at 1 MB: latency of the slowest / the fastest of 5 subscribers"] == core.MISS
     assert v["Figs 20-21 remote Cyclone DDS: throughput of 4 MB at 10 Hz (335 Mbit/s offered)"] == core.MISS
     assert v["Figs 20-21 remote Cyclone DDS: large messages follow the link"] == core.FAILS
     assert v["Table 4 Cyclone DDS reliable + transient_local 256 B: none lost"] == core.FAILS
@@ -118,7 +118,7 @@ def test_maruyama_missing_parts_and_lagging_runs(tmp_path):
     v = _by_item(only_local)
     assert v["Figs 7-8 local ROS 1: latency constant up to 4 KB"] == core.HOLDS
     assert v["Figs 7-8 ROS 1: remote - local latency is the transfer time at 100 Mbit/s"] == core.NOT_MEASURED
-    assert v["Fig 17 (1-b) ROS 1 at 1 MB: latency subscriber 5 / subscriber 1"] == core.NOT_MEASURED
+    assert v["Fig 17 (1-b) ROS 1 at 1 MB: latency of the slowest / the fastest of 5 subscribers"] == core.NOT_MEASURED
     lagged = _campaign(tmp_path, "lag", [("tcp_nodelay", {}, [_flow(256)]), ("tcp_nodelay", {}, [_flow(4 * KB)])],
                        lagged=(1,))
     res = study.compare({"local": lagged})
