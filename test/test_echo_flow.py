@@ -48,21 +48,30 @@ def test_echo_round_trip_on_loopback(tmp_path):
 def test_echo_over_every_transport_shows_the_link_delay_twice(tmp_path):
     """Over a shaped link with 10 ms each way the round trip is about 20 ms on every transport,
     also through the relays (the echo topic is carried back by the other host's relay) and
-    across the multimaster's two masters."""
+    across the multimaster's two masters. The messages are the scalability study's smallest,
+    an 11-byte payload (``payload_bytes: 11``, 51 serialized bytes), on the echo and on a
+    one-way flow beside it: every transport carries them whole."""
+    hello = {"payload_bytes": 11, "size_bytes": 51}
     _, out = run_campaign(tmp_path, {"link": "shaped", "link_params": {"delay_ms": 10, "rate_mbit": 20},
                                      "transport": "all", "loop": {"type": "none"},
-                                     "flows": [_echo(count=60)]}, "echo")
+                                     "flows": [_echo(count=60, **hello),
+                                               {"name": "oneway", "kind": "generic", "period": 0.02, "count": 20,
+                                                "start_delay": 0.5, **hello}]}, "echo")
     runs = {read_metadata(run)["experiment"]["transport"]: run for run in sorted((out / "runs").iterdir())}
     assert sorted(runs) == sorted(transport_names())
     for transport, run in runs.items():
         meta = read_metadata(run)
         assert meta["status"] in ("complete", "invalid"), meta.get("error")
-        f = analyse_flow(run, recorded_flows(run)[0])
-        assert f.ok and f.MDR >= 0.95, (transport, f)
-        rtt = np.median(f.delays_ms)
+        echo, oneway = (analyse_flow(run, flow) for flow in recorded_flows(run))
+        assert echo.ok and echo.MDR >= 0.95, (transport, echo)
+        rtt = np.median(echo.delays_ms)
         # plain TCPROS keeps Nagle's algorithm: a small echo waits for the ACK of the previous
         # one (delayed up to 40 ms by the receiver), so its round trip is longer (~30 ms here)
         assert 19.0 < rtt < (70.0 if transport == "tcp" else 30.0), (transport, rtt)
+        assert oneway.ok and oneway.sent == 20 and oneway.MDR == 1.0, (transport, oneway)
+        for record in ("flow_ping_tx.csv", "flow_ping_rx.csv", "flow_oneway_tx.csv", "flow_oneway_rx.csv"):
+            assert set(read_events(run / "records" / record).bytes.tolist()) == {51}, (transport, record)
+        assert echo.payload_bytes == 11 and oneway.payload_bytes == 11
 
 
 def test_echo_flow_has_one_echoer():
