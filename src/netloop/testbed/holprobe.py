@@ -12,7 +12,9 @@ Run inside the hosts (``tb.exec_prefix(host) + [python, "-m", "netloop.testbed.h
 
 ``recv`` and ``capture`` count their ``--seconds`` from the first message (waiting up to
 :data:`FIRST_WAIT_S` for it), so a sender that is slow to start on a busy machine still has
-its messages counted to the end.
+its messages counted to the end. Their standard input closing means the sender has ended:
+they stop :data:`DRAIN_S` later (what is still on its way has arrived by then) instead of
+at the end of the window.
 
 ``--transport``: ``tcp`` (Nagle on), ``tcp_nodelay`` (TCP_NODELAY on both connections) or
 ``udp`` (the bulk message is cut into ``--datagram`` byte datagrams sent back to back, as
@@ -40,21 +42,44 @@ SIOCOUTQ = termios.TIOCOUTQ
 SIOCOUTQNSD = 0x894B
 #: how long ``recv`` and ``capture`` wait for the first message before giving up
 FIRST_WAIT_S = 30.0
+#: how long ``recv`` and ``capture`` go on after their standard input closed (the sender ended,
+#: 0.5 s after its last message): a 64 KB burst crosses a 5 Mbit/s link in 0.1 s, a full
+#: 100-packet queue in 0.25 s
+DRAIN_S = 1.0
 
 
 def _window(seconds: float):
     """A time window that opens with the first message: ``started()`` on each message,
     ``open()`` while ``seconds`` have not passed since the first (or, before it, until
     :data:`FIRST_WAIT_S`)."""
-    state = {"end": time.time() + FIRST_WAIT_S, "first": False}
+    state = {"end": time.time() + FIRST_WAIT_S, "first": False, "stdin": _stdin_watched()}
 
     def started() -> None:
         if not state["first"]:
             state["first"], state["end"] = True, time.time() + seconds
 
     def is_open() -> bool:
+        if state["stdin"] and _stdin_closed():
+            state["stdin"] = False
+            state["end"] = min(state["end"], time.time() + DRAIN_S)
         return time.time() < state["end"]
     return started, is_open
+
+
+def _stdin_watched() -> bool:
+    """Whether standard input is a pipe (run_case's): its end is the sender's end."""
+    import os
+    import stat
+    try:
+        return stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _stdin_closed() -> bool:
+    """Whether standard input reached its end (read without blocking)."""
+    ready, _, _ = select.select([sys.stdin], [], [], 0)
+    return bool(ready) and sys.stdin.buffer.read1(4096) == b""
 
 
 def _ioctl_int(sock: socket.socket, req: int) -> int:
@@ -270,13 +295,19 @@ def run_case(tb, transport: str, bulk: bool = True, seconds: float = 10.0,
     env = dict(os.environ)
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     py = [sys.executable, "-m", "netloop.testbed.holprobe"]
+    # recv and capture end DRAIN_S after their standard input (one pipe) closes, which it does
+    # once the sender ended; at the latest at the end of their window
+    sender_ended, sender_running = os.pipe()
     rx = subprocess.Popen(tb.exec_prefix("operator") + py + ["recv", "--port", str(port),
                                                              "--seconds", str(seconds + 3)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                          stdin=sender_ended, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, env=env)
     caps = {h: subprocess.Popen(tb.exec_prefix(h) + py + ["capture", "--port", str(port),
                                                           "--seconds", str(seconds + 2)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                                stdin=sender_ended, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
             for h in ("robot", "operator")}
+    os.close(sender_ended)
     try:
         rx.stdout.readline()   # ready
         for c in caps.values():
@@ -292,9 +323,13 @@ def run_case(tb, transport: str, bulk: bool = True, seconds: float = 10.0,
             backlog.append(_qdisc_backlog(tb, "robot"))
             time.sleep(sample_s)
         tx_out, tx_err = tx.communicate()
+        os.close(sender_running)
+        sender_running = None
         rx_out, rx_err = rx.communicate(timeout=seconds + 30)
         cap_out = {h: c.communicate(timeout=seconds + 30)[0] for h, c in caps.items()}
     finally:
+        if sender_running is not None:
+            os.close(sender_running)
         for p in [rx] + list(caps.values()):
             if p.poll() is None:
                 p.kill()
@@ -337,7 +372,10 @@ def _ns3_node_stats(tb) -> list[dict] | None:
     stats = getattr(link, "stats", None)
     if stats is None:
         return None
-    time.sleep(1.1)   # one fresh stats line
+    before = len(stats.stats())   # one fresh stats line (the emulator writes one a second)
+    deadline = time.monotonic() + 2.5
+    while len(stats.stats()) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
     lines = stats.stats()
     nodes = lines[-1].get("nodes") if lines else None   # ns-3's per-device lines only
     return nodes if nodes and "small_arrivals" in nodes[0] else None
