@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -61,10 +62,26 @@ def test_access_point_forwards_every_frame_so_it_crosses_the_air_twice(tmp_path)
     # echo's round trip adds one more air crossing each way: a 128-byte frame at 6 Mbit/s with
     # DIFS, SIFS and its ACK holds the air ~0.29 ms, so ~0.58 ms more. The RTT's host part (taps,
     # ns-3's scheduling, the Python echo: ~0.6 ms and noisy on a shared machine) is not doubled,
-    # so the difference of the medians is asserted, not their ratio (measured 0.30-0.57 ms).
+    # so the difference of the medians is asserted, not their ratio (measured 0.30-0.57 ms; a
+    # median that noise pushed out of the band is measured again, up to twice, the lowest kept).
     adhoc, infra = figures_on_healthy_link("wifi6"), figures_on_healthy_link("wifi6_ap")
-    assert 0.2 < infra["rtt_median_ms"] - adhoc["rtt_median_ms"] < 1.2, (adhoc, infra)
+    rtts = {"wifi6": [adhoc["rtt_median_ms"]], "wifi6_ap": [infra["rtt_median_ms"]]}
+    for _ in range(2):   # load only adds delay: the median that looks too slow is measured again
+        diff = min(rtts["wifi6_ap"]) - min(rtts["wifi6"])
+        if 0.2 < diff < 1.2:
+            break
+        rtts["wifi6" if diff <= 0.2 else "wifi6_ap"].append(rtt_median("wifi6" if diff <= 0.2 else "wifi6_ap"))
+    assert 0.2 < min(rtts["wifi6_ap"]) - min(rtts["wifi6"]) < 1.2, (rtts, adhoc, infra)
     assert 0.35 < infra["goodput_mbit_s"] / adhoc["goodput_mbit_s"] < 0.65, (adhoc, infra)
+
+
+def rtt_median(profile: str, pings: int = 40) -> float:
+    """The median UDP echo RTT on a fresh ``profile`` link, as bench.wifi_figures measures it."""
+    with Testbed(load_profile(profile)) as tb:
+        time.sleep(1.0)  # past the lag warm-up
+        r = bench.rtt(tb, count=pings, interval=0.02)
+    assert r["received"] == pings, r
+    return r["rtt_median_ms"]
 
 
 @pytest.mark.timeout(200)
