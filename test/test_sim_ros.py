@@ -1,7 +1,8 @@
 """The embedded simulator as a ROS node on the robot host of a testbed (ethernet profile:
 two network namespaces joined by a veth), with the operator side subscribing across the link.
 
-One scenario (about 20 s) is run once for the module: the master and ``sim_node.py`` (the
+One scenario (about 20 s) is run once for the module (once more if the simulator fell behind
+real time; timing is asserted only on a run that kept up, as for the link emulators): the master and ``sim_node.py`` (the
 catkin relay, as roslaunch runs it) on the robot, in the arena at (2, -3, yaw 0.3); the probe
 (this file run as a script) on the operator: it subscribes odom, scan, camera/image_raw and
 camera/image_raw/compressed, measures them at rest, then drives forward, turns left and stops
@@ -29,16 +30,14 @@ pytestmark = pytest.mark.integration
 needs_root = [pytest.mark.root, pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")]
 
 
-@pytest.fixture(scope="module")
-def scenario(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces)")
+def _run_scenario(d: Path) -> dict:
+    """The scenario once, in directory ``d``: what the probe saw, the simulator's log and
+    exit status, and what was left running."""
     from netloop import paths, rosenv
     from netloop.master import RosMaster
     from netloop.processes import ProcessGroup
     from netloop.testbed import Testbed, load_profile
 
-    d = tmp_path_factory.mktemp("sim_ros")
     out = d / "probe.json"
     result: dict = {}
     with Testbed(load_profile("ethernet"), log_dir=d / "testbed") as tb:
@@ -74,20 +73,56 @@ def scenario(tmp_path_factory):
     return result
 
 
+def _lag(result: dict) -> str | None:
+    """How the simulator fell behind real time in a scenario (None: it kept up): the median
+    of its once-a-second real-time factors under 0.97, or more than a tenth of the seconds
+    warned for (a shared machine may take the CPU away for one window now and then)."""
+    rtf = result["rtf"]
+    warnings = re.findall(r"real-time factor [0-9.]+ <", result["sim_log"].split("stopped after")[0])
+    if len(rtf) >= 10 and np.median(rtf) > 0.97 and len(warnings) <= len(rtf) // 10:
+        return None
+    return (f"real-time factor median {np.median(rtf) if rtf else float('nan'):.2f} over {len(rtf)} s, "
+            f"{len(warnings)} s warned for")
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory):
+    """The scenario; run once more when the simulator fell behind real time (at a load
+    average of 8 its real-time factor had a median of 0.36, and the car drove and the camera
+    published at that fraction of the rates asserted); ``lagged`` says how, when it fell
+    behind in both runs (the timing tests are then expected failures with that reason)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces)")
+    first = _run_scenario(tmp_path_factory.mktemp("sim_ros"))
+    lag = _lag(first)
+    if lag is None:
+        return dict(first, lagged=None)
+    second = _run_scenario(tmp_path_factory.mktemp("sim_ros_again"))
+    again = _lag(second)
+    return dict(second, lagged=None if again is None else f"first run: {lag}; second run: {again}")
+
+
+def timing_checked(scenario: dict) -> None:
+    """Timing is checked only on a scenario whose simulator kept real time (link_health's
+    policy for emulators): otherwise the test is an expected failure naming the lag."""
+    if scenario["lagged"]:
+        pytest.xfail("the simulator fell behind real time in both runs (machine busy): " + scenario["lagged"])
+
+
 @pytest.mark.root
 def test_nothing_left_behind(scenario):
     assert scenario["processes_alive"] == [] and scenario["namespaces_left"] == []
     assert scenario["sim_status"] == 0, scenario["sim_log"][-2000:]
     assert "real-time factor min" in scenario["sim_log"]
-    # ~rtf once per second, and real time kept: a shared machine may take the CPU away for one
-    # window now and then (the node warns for that second), so at most a tenth of them may warn.
-    assert len(scenario["rtf"]) >= 10 and np.median(scenario["rtf"]) > 0.97, scenario["rtf"]
-    warnings = re.findall(r"real-time factor [0-9.]+ <", scenario["sim_log"].split("stopped after")[0])
-    assert len(warnings) <= len(scenario["rtf"]) // 10, (warnings, scenario["rtf"])
+    # ~rtf once per second, and real time kept (_lag: the median over 0.97, at most a tenth of
+    # the seconds warned for)
+    timing_checked(scenario)
+    assert _lag(scenario) is None, scenario["rtf"]
 
 
 @pytest.mark.root
 def test_forward_moves_the_car_to_plus_x_in_odom(scenario):
+    timing_checked(scenario)
     (x0, y0, yaw0), (x1, y1, yaw1) = scenario["forward"]
     assert x1 - x0 > 0.4                                   # 0.3 m/s for 2 s, heading 0.3 rad
     heading = math.atan2(y1 - y0, x1 - x0)
@@ -98,6 +133,7 @@ def test_forward_moves_the_car_to_plus_x_in_odom(scenario):
 
 @pytest.mark.root
 def test_positive_angular_z_increases_yaw(scenario):
+    timing_checked(scenario)
     (_, _, yaw0), (_, _, yaw1) = scenario["turn"]
     assert yaw1 - yaw0 > 0.5
     rates = [o[6] for o in scenario["odom"] if scenario["t_turn"][0] + 0.8 < o[0] < scenario["t_turn"][1]]
@@ -113,9 +149,6 @@ def test_camera_and_scan_rates_and_sizes(scenario):
         assert len(stamps) > 5
         return (len(stamps) - 1) / (stamps[-1] - stamps[0])
 
-    assert rate(scenario["image"]) == pytest.approx(CAMERA_RATE, rel=0.15)
-    assert rate(scenario["jpeg"]) == pytest.approx(CAMERA_RATE, rel=0.15)
-    assert rate(scenario["scan"]) == pytest.approx(SCAN_RATE, rel=0.15)
     for _, _, width, height, encoding, size, step in scenario["image"]:
         assert (width, height, encoding, step, size) == (320, 240, "rgb8", 960, 320 * 240 * 3)
     for _, _, fmt, size, magic in scenario["jpeg"]:
@@ -123,6 +156,10 @@ def test_camera_and_scan_rates_and_sizes(scenario):
     assert all(r[2] == 360 for r in scenario["scan"])
     assert scenario["tf_children"] and "base_link" in scenario["tf_children"]
     assert {"laser", "camera_optical_frame"} <= set(scenario["tf_static_children"])
+    timing_checked(scenario)
+    assert rate(scenario["image"]) == pytest.approx(CAMERA_RATE, rel=0.15)
+    assert rate(scenario["jpeg"]) == pytest.approx(CAMERA_RATE, rel=0.15)
+    assert rate(scenario["scan"]) == pytest.approx(SCAN_RATE, rel=0.15)
 
 
 @pytest.mark.root
@@ -139,6 +176,7 @@ def test_scan_matches_the_arena_geometry(scenario):
 
 @pytest.mark.root
 def test_watchdog_stops_the_car(scenario):
+    timing_checked(scenario)
     t_last = scenario["t_last_cmd"]
     moving = [o[5] for o in scenario["odom"] if t_last - 0.3 < o[0] < t_last]
     after = [o[5] for o in scenario["odom"] if t_last + 0.7 < o[0] < t_last + 1.5]
