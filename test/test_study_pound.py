@@ -69,7 +69,7 @@ def test_tables_match_miss_netloop_only_and_not_measured_parts(tmp_path):
 
 def test_the_ranking_and_the_low_delay_methods(tmp_path):
     by = _by_item(pound.compare({"tables": _tables(tmp_path)}))
-    rank = by["Tables I: the methods ranked by laser D"]
+    rank = by["Table I: the methods ranked by laser D"]
     # netloop: Pound < UDP/NOD < TCP < Nimbro* < UDP < NOD < Nimbro; NOD out of place only
     assert rank.observed.startswith("Pound < UDP/NOD < TCP < Nimbro* < UDP < NOD < Nimbro")
     assert rank.verdict == core.HOLDS
@@ -190,3 +190,15 @@ def test_shape_helpers_handle_missing_numbers():
     assert pound_shapes.flow_recovery_s({"outages": [{"loss": 0.8, "recovery_ms": 5.0}]}) is None
     assert pound_shapes.recoveries([]) == {}
     assert pound_shapes.fig1_check(None).verdict == core.NOT_MEASURED
+
+
+def test_quick_keeps_the_loop_and_enough_messages():
+    from netloop.experiment import load_experiment, quick_variant
+    fig21 = pound.STUDY.part("fig21")
+    full = load_experiment(str(paths.EXPERIMENTS / fig21.experiment))
+    quick = fig21.quick(quick_variant(full))
+    assert quick.repetitions == 1 and (quick.loop.samples, quick.loop.warmup) == (full.loop.samples, full.loop.warmup)
+    for name in ("fig1", "fig3"):
+        part = pound.STUDY.part(name)
+        quick = part.quick(quick_variant(load_experiment(str(paths.EXPERIMENTS / part.experiment))))
+        assert all(f.count >= 500 for f in quick.flows)

@@ -178,6 +178,26 @@ def fig3_check(runs: list | None) -> ShapeCheck:
 
 # ---- --quick -----------------------------------------------------------------------------
 
+def keep_loop(exp, original: str):
+    """--quick with the original file's loop length (samples, warmup) kept."""
+    from .. import paths
+    from ..experiment import load_experiment, validate_experiment
+    from ..schema import to_dict
+    full = load_experiment(str(paths.EXPERIMENTS / original))
+    exp.loop.samples, exp.loop.warmup = full.loop.samples, full.loop.warmup
+    return validate_experiment(to_dict(exp), name=exp.name)
+
+
+def keep_messages(exp, count: int):
+    """--quick with every counted flow sending ``count`` messages at least."""
+    from ..experiment import validate_experiment
+    from ..schema import to_dict
+    for flow in exp.flows:
+        if flow.count:
+            flow.count = max(flow.count, count)
+    return validate_experiment(to_dict(exp), name=exp.name)
+
+
 def keep_outage(exp, original: str):
     """Table V's --quick: the outage of the original file (5 s, its kind and hosts) instead of
     quick_variant's 1 s one, from 2 s at the latest, and every counted flow long enough to run
