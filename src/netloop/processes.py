@@ -171,20 +171,27 @@ class ProcessGroup:
                     pass
         return proc.poll()
 
+    def stop_together(self, procs: list[ManagedProcess], grace: float = 3.0) -> dict[str, int | None]:
+        """:meth:`stop` each of ``procs`` at the same time (one thread each), so that their
+        graces overlap. Returns name -> exit status."""
+        status: dict[str, int | None] = {}
+        threads = [threading.Thread(target=lambda p=p: status.__setitem__(p.name, self.stop(p, grace)),
+                                    name=f"stop-{p.name}", daemon=True) for p in procs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return status
+
     def stop_all(self) -> dict[str, int | None]:
         """Stop every process: the nodes together, then the ROS cores (``core``) together, so
         that nodes unregister from a master still there. Returns name -> exit status (in the
         order the processes were started last first)."""
         procs = list(reversed(self.processes))
-        status: dict[int, int | None] = {}
+        status: dict[str, int | None] = {}
         for wave in ([p for p in procs if not p.core], [p for p in procs if p.core]):
-            threads = [threading.Thread(target=lambda p=p: status.__setitem__(id(p), self.stop(p)),
-                                        name=f"stop-{p.name}", daemon=True) for p in wave]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-        out = {p.name: status.get(id(p)) for p in procs}
+            status.update(self.stop_together(wave))
+        out = {p.name: status.get(p.name) for p in procs}
         self._closing.set()
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=HEARTBEAT_S + 1.0)

@@ -469,9 +469,9 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             _check_alive(finite)
             # Stop what sends first, then let messages in flight reach their sinks, so the end
             # of a run is not counted as loss.
-            for proc in group.processes:
-                if proc.name.startswith("flow_") and proc.name.endswith(("_source", "_play")):
-                    exit_codes[proc.name] = group.stop(proc, grace=5.0)  # it drains ~1 s, then exits
+            senders = [proc for proc in group.processes
+                       if proc.name.startswith("flow_") and proc.name.endswith(("_source", "_play"))]
+            exit_codes.update(group.stop_together(senders, grace=5.0))  # each drains ~1 s, then exits
             phases.mark("senders_stopped")
             exit_codes.update(group.stop_all())
             phases.mark("nodes_stopped")
