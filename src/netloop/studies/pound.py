@@ -350,9 +350,10 @@ def compare(campaigns: dict) -> StudyResult:
     fig21 = _runs(campaigns, "fig21", notes)
     result.comparisons += shapes.fig21_rows(fig21 or [])
     result.checks += shapes.fig21_checks(fig21 or [], METHODS)
-    rec = {2: shapes.recoveries(_runs(campaigns, "table5_2node", notes) or []),
-           3: shapes.recoveries(_runs(campaigns, "table5_3node", notes) or [])}
-    result.comparisons += shapes.table5_rows(rec, PUBLISHED_RECOVERY, METHODS, RECOVERY_TOLERANCE)
+    t5 = {2: _runs(campaigns, "table5_2node", notes) or [], 3: _runs(campaigns, "table5_3node", notes) or []}
+    rec = {n: shapes.recoveries(runs) for n, runs in t5.items()}
+    never = {n: shapes.unresumed(runs) for n, runs in t5.items()}
+    result.comparisons += shapes.table5_rows(rec, PUBLISHED_RECOVERY, METHODS, RECOVERY_TOLERANCE, never)
     result.checks += shapes.table5_checks(rec, PUBLISHED_RECOVERY, METHODS)
     chain = _runs(campaigns, "tables34", notes)
     result.comparisons += only_rows(flow_stats(chain or []), ("laser", "image"), "Tables III-IV (3 nodes)")

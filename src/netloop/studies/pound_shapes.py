@@ -83,19 +83,40 @@ def recoveries(runs: list) -> dict:
     return {t: [median(v) for v in slots] for t, slots in per.items()}
 
 
+def unresumed(runs: list) -> dict:
+    """{transport: [(runs in which the flow never resumed after the outage, runs), per flow]}."""
+    per: dict = {}
+    for run in runs:
+        for i, flow in enumerate(run.get("flows") or []):
+            slots = per.setdefault(run["transport"], [])
+            while len(slots) <= i:
+                slots.append([0, 0])
+            outages = [o for o in flow.get("outages") or [] if o.get("loss") is None]
+            if outages:
+                slots[i][1] += 1
+                slots[i][0] += outages[0].get("recovery_ms") is None
+    return {t: [tuple(s) for s in slots] for t, slots in per.items()}
+
+
 def _get(rec: dict, transport: str, flow: int) -> float | None:
     values = rec.get(transport) or []
     return values[flow] if flow < len(values) else None
 
 
-def table5_rows(rec: dict, published: dict, methods: dict, tol: Tolerance) -> list:
-    """One Comparison per chain (2, 3 nodes) x method x flow, seconds."""
+def table5_rows(rec: dict, published: dict, methods: dict, tol: Tolerance, never: dict | None = None) -> list:
+    """One Comparison per chain (2, 3 nodes) x method x flow, seconds; ``never``
+    ({nodes: :func:`unresumed`}) notes the runs in which a flow did not resume at all."""
     out = []
     for nodes, col in ((2, 0), (3, 2)):
         for method, pub in published.items():
             for flow in (0, 1):
-                out.append(Comparison(f"Table V {nodes} nodes flow {flow + 1}, {method} ({methods[method]})",
-                                      "s", pub[col + flow], _get(rec[nodes], methods[method], flow), tol))
+                c = Comparison(f"Table V {nodes} nodes flow {flow + 1}, {method} ({methods[method]})",
+                               "s", pub[col + flow], _get(rec[nodes], methods[method], flow), tol)
+                counts = ((never or {}).get(nodes) or {}).get(methods[method]) or []
+                if flow < len(counts) and counts[flow][0]:
+                    c.note = (f"did not resume in {counts[flow][0]} of {counts[flow][1]} runs: "
+                              "no message arrived after the outage")
+                out.append(c)
     return out
 
 
