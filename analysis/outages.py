@@ -10,6 +10,13 @@ and one stream (a flow at one receiver, or one direction of the loop):
 * ``late``: messages sent during the outage that arrived after it (held in queues and
   retransmitted: TCP delivers them, UDP loses them).
 
+Each entry also has the outage's ``kind`` (``drop``: packets dropped at the interface;
+``interface_down``: the interface went down and up, :mod:`netloop.faults`) and, for an
+interface outage on the emulated Wi-Fi, ``rejoin_ms``: how long the slowest of its hosts'
+stations took to rejoin the network after the interface came back (access point mode: the
+association; ad-hoc: 0, ns-3's ad-hoc MAC has no join), None elsewhere. The recovery time
+includes it, as the paper's did.
+
 A fault with ``loss`` is a loss burst rather than an outage: its entry has ``loss`` (the
 probability; None for an outage) and ``sent`` (messages sent during it), and ``late`` then
 counts every message sent during the burst that arrived, most of them at once.
@@ -54,5 +61,13 @@ def per_outage(meta: dict[str, Any], sent_s: np.ndarray, arrived: np.ndarray,
         during = (sent_s >= start) & (sent_s < end)
         out.append({"recovery_ms": float((after.min() - end) * 1e3) if len(after) else None,
                     "lost": int(np.sum(during & ~arrived)), "late": int(np.sum(during & arrived)),
-                    "sent": int(np.sum(during)), "loss": fault.get("loss"), "duration_s": round(end - start, 3)})
+                    "sent": int(np.sum(during)), "loss": fault.get("loss"), "duration_s": round(end - start, 3),
+                    "kind": fault.get("kind", "drop"), "rejoin_ms": rejoin_ms(fault)})
     return out
+
+
+def rejoin_ms(fault: dict[str, Any]) -> float | None:
+    """The slowest station's rejoin after an interface outage (``fault["rejoin"]``, written by
+    netloop.faults), or None (no Wi-Fi station, or not an interface outage)."""
+    times = [r["rejoin_ms"] for r in (fault.get("rejoin") or {}).values() if r and r.get("rejoin_ms") is not None]
+    return max(times) if times else None

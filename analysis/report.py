@@ -298,9 +298,10 @@ def _fault_groups(runs: list[RunAnalysis]) -> dict[tuple[str, str, str], list[di
 
 def _outage_row(transport: str, name: str, entries: list[dict]) -> list:
     rec = [e["recovery_ms"] for e in entries if e["recovery_ms"] is not None]
+    rejoin = [e["rejoin_ms"] for e in entries if e.get("rejoin_ms") is not None]
     return [transport, name, len(entries), median_of(rec) if rec else None, max(rec) if rec else None,
             median_of([e["lost"] for e in entries]), median_of([e["late"] for e in entries]),
-            sum(1 for e in entries if e["recovery_ms"] is None)]
+            sum(1 for e in entries if e["recovery_ms"] is None), median_of(rejoin) if rejoin else None]
 
 
 def _burst_row(transport: str, name: str, entries: list[dict]) -> list:
@@ -323,19 +324,26 @@ def outages_section(runs: list[RunAnalysis]) -> Section | None:
                       "Link outages and loss bursts" if len(bursts) < len(windows) else "Loss bursts")
 
     def described(w: dict) -> str:
-        what = "silent" if w.get("loss") is None else f"losing {w['loss']:.0%} of what they sent"
+        what = (f"losing {w['loss']:.0%} of what they sent" if w.get("loss") is not None
+                else "with their interface down" if w.get("kind") == "interface_down" else "silent")
         return (f"{', '.join(w['hosts'])} {what} {w['planned_end_s'] - w['planned_start_s']:g} s from "
                 f"t = {w['planned_start_s']:g} s")
     section.p(f"Each run had {len(windows) - len(bursts)} outage(s) and {len(bursts)} loss burst(s) ("
               + ", ".join(described(w) for w in windows) + "; t from the nodes connecting).")
     if len(bursts) < len(windows):
-        section.p("In an outage every packet the silent hosts sent was dropped at their interface. Recovery = "
+        down = any(w.get("kind") == "interface_down" for w in windows)
+        section.p(("In an interface outage the hosts' interface went down (the kernel dropped its routes, so "
+                   "sockets got errors; on Wi-Fi the station left the network) and came back up (routes "
+                   "restored; on Wi-Fi the station rejoined: 'station rejoin' is the emulator's time for it). "
+                   if down else "")
+                  + ("In a drop outage " if down else "In an outage ")
+                  + "every packet the silent hosts sent was dropped at their interface. Recovery = "
                   "from the link's return to the first message delivered after it (median over outages and "
                   "repetitions; it includes the transport's back-off, e.g. TCP's retransmission timer); lost = "
                   "sent during an outage and never delivered; late = sent during it and delivered after it "
                   "(queued and retransmitted).")
         section.table(["transport", "stream", "outages", "recovery median [ms]", "recovery max [ms]",
-                       "lost (median)", "late (median)", "never recovered"],
+                       "lost (median)", "late (median)", "never recovered", "station rejoin median [ms]"],
                       [_outage_row(t, n, e) for (kind, t, n), e in groups.items() if kind == "outage"], digits=1)
     if bursts:
         section.p("In a loss burst the link's emulator lost each packet the hosts sent with the given probability "

@@ -17,7 +17,8 @@ find_package(ns3 3.37 QUIET)
 if(ns3_FOUND)
   add_executable(netloop_wifi_link
     src/ns3/wifi_link.cc src/ns3/wifi_channel.cc src/ns3/wifi_topology.cc src/ns3/node_traces.cc
-    src/ns3/background_traffic.cc src/ns3/link_monitor.cc)
+    src/ns3/background_traffic.cc src/ns3/link_monitor.cc
+    src/ns3/station_presence.cc)
   target_link_libraries(netloop_wifi_link netloop_wifi_logic
     ns3::libwifi ns3::libtap-bridge ns3::libinternet ns3::libmobility ns3::libnetwork ns3::libcore)
   # The program replaces libc's execlp for ns-3's TapBridge (see wifi_link.cc's header): keep the

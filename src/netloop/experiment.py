@@ -284,6 +284,10 @@ def _check_faults(exp: Experiment, hosts: list[str], found: Collector) -> None:
             found.add(f"faults[{i}].loss", f"a loss burst needs a link whose emulator decides per packet (type "
                                            f"{' or '.join(LOSS_BURST_LINKS)}); link '{exp.link}' is {link_type} and "
                                            f"the kernel here has no netem. Drop 'loss' for an outage")
+        if fault.loss is not None and fault.kind == "interface_down":
+            found.add(f"faults[{i}].kind", "a loss burst ('loss') is frames lost on the air, not an interface "
+                                           "going down: kind drop (the default) with loss, or interface_down "
+                                           "without it")
         for host in fault.hosts:
             if host not in hosts:
                 found.add(f"faults[{i}].hosts", f"unknown host {host!r}; allowed: {', '.join(hosts)}")
@@ -291,10 +295,28 @@ def _check_faults(exp: Experiment, hosts: list[str], found: Collector) -> None:
             found.add(f"faults[{i}].every", f"with repeat {fault.repeat}, every must be longer than the duration "
                                             f"({fault.duration:g} s), got {fault.every}")
             continue
+        _check_interface_overlap(exp, i, hosts, found)
         end = fault.windows()[-1][1]
         if length is not None and end > length:
             found.add(f"faults[{i}]", f"the outage ends {end:g} s after the nodes connected, after the run "
                                       f"(about {length:g} s): start it earlier, shorten it, or lengthen the run")
+
+
+def _check_interface_overlap(exp: Experiment, i: int, hosts: list[str], found: Collector) -> None:
+    """An interface that is down cannot go down again: ``faults[i]`` of kind interface_down must
+    not overlap an earlier one on the same host."""
+    fault = exp.faults[i]
+    if fault.kind != "interface_down":
+        return
+    mine = set(fault.hosts or hosts)
+    for j, other in enumerate(exp.faults[:i]):
+        if other.kind != "interface_down" or other.repeat > 1 and (other.every or 0) <= other.duration:
+            continue
+        shared = mine & set(other.hosts or hosts)
+        if shared and any(a < d and c < b for a, b in fault.windows() for c, d in other.windows()):
+            found.add(f"faults[{i}]", f"its interface outage overlaps faults[{j}]'s on {', '.join(sorted(shared))}: "
+                                      "an interface that is down cannot go down again; move one of them")
+            return
 
 
 def _check_message_sizes(exp: Experiment, found: Collector) -> None:

@@ -1,28 +1,41 @@
 """Link outages during a run (an experiment's ``faults:``; the Pound paper's Table V).
 
 Each fault is one or more windows, in seconds after every subscriber of the run has
-connected, during which the listed hosts (default: all) transmit nothing: their interface
-drops every packet (:meth:`netloop.testbed.Testbed.set_transmitting`); or, for a fault with
-``loss``, a loss burst: the link's emulator loses each packet (on Wi-Fi: each frame on the
-air) they send with that probability (:meth:`netloop.testbed.Testbed.set_loss`). The schedule is
-polled by the runner's wait loop (every 50 ms); the actual start and end of every outage,
-wall-clock, are recorded in ``metadata.json`` (``faults``), which is what the analysis uses
-(recovery time: from an outage's end to the first message delivered after it). Every
-outage still in effect is ended on every exit path (:meth:`FaultSchedule.end_all`).
+connected, during which the listed hosts (default: all) are cut off, in one of two ways
+(``kind``):
+
+* ``drop`` (the default): their interface drops every packet they send, silently, as a radio
+  out of range (:meth:`netloop.testbed.Testbed.set_transmitting`): sockets see nothing;
+* ``interface_down``: their interface goes down and comes back up, as the Pound paper did it
+  (:meth:`netloop.testbed.Testbed.set_interface`): the kernel drops the interface's routes, so
+  sockets get errors, and restores them on up; on the emulated Wi-Fi the station leaves the
+  network and rejoins (access point mode: it associates anew; how long that took, from the
+  emulator, is each record's ``rejoin``).
+
+A fault with ``loss`` is a loss burst instead: the link's emulator loses each packet (on Wi-Fi:
+each frame on the air) the hosts send with that probability (:meth:`netloop.testbed.Testbed.set_loss`).
+
+The schedule is polled by the runner's wait loop (every 50 ms); the actual start and end of
+every outage, wall-clock, are recorded in ``metadata.json`` (``faults``), which is what the
+analysis uses (recovery time: from an outage's end, the moment the interface is brought back,
+to the first message delivered after it). Every outage still in effect is ended on every exit
+path (:meth:`FaultSchedule.end_all`): interfaces back up, stations back on the air.
 """
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from .testbed.interfaces import rejoins
+
 
 class FaultSchedule:
     def __init__(self, faults: list, testbed, log=print):
         self.testbed, self.log = testbed, log
-        #: (start, end, hosts, loss) in seconds after start(), in order; hosts [] = every host;
-        #: loss None = an outage
-        self.windows = sorted(((start, end, list(f.hosts), f.loss) for f in faults for start, end in f.windows()),
-                              key=lambda w: w[:2])
+        #: (start, end, hosts, loss, kind) in seconds after start(), in order; hosts [] = every
+        #: host; loss None = an outage
+        self.windows = sorted(((start, end, list(f.hosts), f.loss, getattr(f, "kind", "drop"))
+                               for f in faults for start, end in f.windows()), key=lambda w: w[:2])
         self.t0: float | None = None
         self.records: list[dict[str, Any]] = []
         self._active: list[dict[str, Any]] = []
@@ -41,29 +54,54 @@ class FaultSchedule:
             if elapsed >= rec["planned_end_s"]:
                 self._end(rec)
         while self._next < len(self.windows) and elapsed >= self.windows[self._next][0]:
-            start, end, hosts, loss = self.windows[self._next]
+            start, end, hosts, loss, kind = self.windows[self._next]
             self._next += 1
-            self._apply(hosts, loss, True)
-            rec = {"hosts": hosts or list(self.testbed.hosts), "loss": loss, "planned_start_s": start,
-                   "planned_end_s": end, "start": time.time(), "end": None, "_hosts": hosts}
+            rec = {"kind": kind, "hosts": hosts or list(self.testbed.hosts), "loss": loss,
+                   "planned_start_s": start, "planned_end_s": end, "start": time.time(), "end": None,
+                   "_hosts": hosts}
             self.records.append(rec)
             self._active.append(rec)
+            self._apply(rec, True)
             who = ", ".join(rec["hosts"])
-            self.log(f"    outage: {who} silent for {end - start:g} s" if loss is None
-                     else f"    loss burst: {who} lose {loss:.0%} for {end - start:g} s")
+            self.log(f"    loss burst: {who} lose {loss:.0%} for {end - start:g} s" if loss is not None
+                     else f"    outage: {who} interface down for {end - start:g} s" if kind == "interface_down"
+                     else f"    outage: {who} silent for {end - start:g} s")
 
-    def _apply(self, hosts: list[str], loss: float | None, begin: bool) -> None:
-        if loss is None:
-            for host in hosts or self.testbed.hosts:
-                self.testbed.set_transmitting(host, not begin)
-        else:
+    def _apply(self, rec: dict[str, Any], begin: bool) -> None:
+        hosts, loss = rec["_hosts"], rec["loss"]
+        if loss is not None:
             for host in hosts or [None]:     # None: every frame on the link
                 self.testbed.set_loss(host, loss if begin else 0.0)
+            return
+        if rec["kind"] != "interface_down":
+            for host in hosts or self.testbed.hosts:
+                self.testbed.set_transmitting(host, not begin)
+        elif begin:
+            for host in hosts or self.testbed.hosts:
+                rec.setdefault("_down", []).append(host)   # first: if going down fails half-way, the end restores it
+                self.testbed.set_interface(host, False)
+        else:
+            errors = []
+            for host in list(rec.get("_down", [])):        # every host is brought back, whatever fails
+                try:
+                    self.testbed.set_interface(host, True)
+                    rec["_down"].remove(host)
+                except Exception as exc:  # noqa: BLE001 - reported after the others are up
+                    errors.append(exc)
+            if errors:
+                raise errors[0]
 
     def _end(self, rec: dict[str, Any]) -> None:
-        self._apply(rec["_hosts"], rec["loss"], False)
-        rec["end"] = time.time()
-        self._active.remove(rec)
+        t_end = time.time()
+        try:
+            self._apply(rec, False)
+        finally:
+            # an interface outage ends when it is brought back (the recovery counts the bring-up);
+            # a drop ends when the interface sends again
+            rec["end"] = t_end if rec["kind"] == "interface_down" and rec["loss"] is None else time.time()
+            if rec["kind"] == "interface_down":
+                rec["up_s"] = round(time.time() - t_end, 6)
+            self._active.remove(rec)
 
     def end_all(self) -> None:
         """End every outage still in effect (on every exit path)."""
@@ -72,8 +110,17 @@ class FaultSchedule:
                 self._end(rec)
             except Exception as exc:  # noqa: BLE001 - the others must still end
                 rec["end_error"] = str(exc)
-                self._active.remove(rec)
 
     def metadata(self) -> list[dict[str, Any]]:
-        return [{**{k: v for k, v in r.items() if not k.startswith("_")}, "start": round(r["start"], 6),
-                 "end": None if r["end"] is None else round(r["end"], 6)} for r in self.records]
+        """The records for metadata.json; an interface outage on Wi-Fi also says how each host's
+        station rejoined (``rejoin``: host -> {"event", "wall", "rejoin_ms"}, see
+        :func:`netloop.testbed.interfaces.rejoins`)."""
+        events = self.testbed.station_events() if any(r["kind"] == "interface_down" for r in self.records) else []
+        out = []
+        for r in self.records:
+            rec = {**{k: v for k, v in r.items() if not k.startswith("_")}, "start": round(r["start"], 6),
+                   "end": None if r["end"] is None else round(r["end"], 6)}
+            if events and r["end"] is not None and r["kind"] == "interface_down":
+                rec["rejoin"] = {h: rejoins(events, h, r["end"]) for h in r["hosts"]}
+            out.append(rec)
+        return out

@@ -191,12 +191,20 @@ class Flow:
 
 
 @section("a link outage (the Pound paper's Table V): for a while, the hosts' transmissions are dropped at "
-         "their interfaces, as by a radio that is off; or, with 'loss', a packet-loss burst")
+         "their interfaces, as by a radio that is off (kind drop), or their interfaces go down and up (kind "
+         "interface_down); or, with 'loss', a packet-loss burst")
 class Fault:
+    kind: str = key(Enum(["drop", "interface_down"], "drop",
+                         "drop: everything the hosts send is dropped at their interface (silently, as a "
+                         "radio out of range; sockets see nothing); interface_down: the hosts' interface "
+                         "goes down and comes back up (the kernel sees it: routes go, sockets get errors, "
+                         "the queue is dropped; routes restored on up); on ns3_wifi the station leaves "
+                         "the network and rejoins (access point mode: it associates anew)",
+                         what="fault kind"))
     at: float = key(Num(doc="seconds after every subscriber has connected when the (first) outage starts", ge=0))
     duration: float = key(Num(doc="seconds the outage lasts", gt=0, le=3600))
-    hosts: list[str] = key(List(Str(), [], "hosts whose transmissions are dropped (default: every host: the "
-                                           "link is down)"))
+    hosts: list[str] = key(List(Str(), [], "hosts whose transmissions are dropped, or whose interface goes "
+                                           "down (default: every host: the link is down)"))
     repeat: int = key(Int(1, "outages in all", ge=1, le=1000))
     every: float | None = key(Num(None, "seconds from one outage's start to the next (with repeat > 1)", gt=0))
     loss: float | None = key(Num(None, "none: an outage (everything the hosts send is dropped); a probability: "

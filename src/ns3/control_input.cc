@@ -26,7 +26,8 @@ ApplyControl(const std::string& line, LossBursts& bursts)
     double p = -1;
     if (!(in >> verb >> target >> p) || verb != "loss" || p < 0 || p > 1)
     {
-        return "bad control line (expected: loss <node index>|all <probability 0..1>)";
+        return "bad control line (expected: loss <node index>|all <probability 0..1>, or down, up or "
+               "open <node index>)";
     }
     if (target == "all")
     {
@@ -40,6 +41,33 @@ ApplyControl(const std::string& line, LossBursts& bursts)
         return "no node " + target;
     }
     bursts.perNode[k] = p;
+    return "";
+}
+
+std::string
+ParseStationLine(const std::string& line, size_t nodes, StationSwitch& station)
+{
+    station = StationSwitch();
+    std::istringstream in(line);
+    std::string verb, target, rest;
+    if (!(in >> verb) || (verb != "down" && verb != "up" && verb != "open"))
+    {
+        return "";
+    }
+    if (!(in >> target) || (in >> rest))
+    {
+        return "bad control line (expected: " + verb + " <node index>)";
+    }
+    char* end = nullptr;
+    unsigned long k = std::strtoul(target.c_str(), &end, 10);
+    if (target.empty() || *end != '\0' || k >= nodes)
+    {
+        return "no node " + target;
+    }
+    station.node = static_cast<long>(k);
+    station.action = verb == "down" ? StationSwitch::kDown
+                     : verb == "up" ? StationSwitch::kUp
+                                    : StationSwitch::kOpen;
     return "";
 }
 

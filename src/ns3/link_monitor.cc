@@ -51,10 +51,12 @@ LinkMonitor::LinkMonitor(const WifiOptions& o,
                          StatsFile& stats,
                          NodeTraces& traces,
                          LossBursts& bursts,
+                         StationPresence& presence,
                          const BackgroundTraffic& background)
     : m_stats(stats),
       m_traces(traces),
       m_bursts(bursts),
+      m_presence(presence),
       m_background(background),
       m_taps(o.taps),
       m_probe(MicroSeconds(static_cast<int64_t>(o.probeMs * 1000))),
@@ -171,7 +173,13 @@ LinkMonitor::ReadControl()
     std::string line;
     while (m_control.Next(line))
     {
-        std::string error = ApplyControl(line, m_bursts);
+        StationSwitch station;
+        std::string error = ParseStationLine(line, m_tapped.GetN(), station);
+        if (error.empty())
+        {
+            error = station.action != StationSwitch::kNone ? m_presence.Switch(station)
+                                                           : ApplyControl(line, m_bursts);
+        }
         if (m_stats.IsOpen())
         {
             m_stats.Write(FormatControlLine(WallNow(), line, error));

@@ -1,13 +1,14 @@
 // What netloop_wifi_link does while the simulation runs: the "ready" line once every tap exists
 // and every station is associated, a lag probe every --probe-ms (how late the real-time
 // simulator runs; the MAC queues sampled), a stats line every --stats-interval, the control
-// input read every 10 ms, and the stop on SIGTERM/SIGINT.
+// input read every 10 ms (loss bursts; stations leaving and rejoining), and the stop on SIGTERM/SIGINT.
 #pragma once
 
 #include "background_traffic.h"
 #include "control_input.h"
 #include "lag_tracker.h"
 #include "node_traces.h"
+#include "station_presence.h"
 #include "wifi_options.h"
 #include "wifi_stats.h"
 
@@ -32,6 +33,7 @@ class LinkMonitor
                 StatsFile& stats,
                 NodeTraces& traces,
                 LossBursts& bursts,
+                StationPresence& presence,
                 const BackgroundTraffic& background);
 
     LinkMonitor(const LinkMonitor&) = delete;
@@ -58,6 +60,7 @@ class LinkMonitor
     StatsFile& m_stats;
     NodeTraces& m_traces;
     LossBursts& m_bursts;
+    StationPresence& m_presence;
     const BackgroundTraffic& m_background;
     std::vector<std::string> m_taps;
     ns3::NetDeviceContainer m_tapped;

@@ -44,6 +44,12 @@
 // p, `loss all <p>` every data frame; p = 0 ends the burst. As with --frame-error-rate, a lost
 // frame costs a MAC retry: packets are lost only when the retries run out. Frames lost so are
 // counted per receiving node as "burst_drops"; each applied line is echoed as a "control" line.
+// A line `down <k>` takes station k off the air before netloop brings its host's tap down
+// (out of range, its MAC queues dropped, in ap mode disassociated, nothing written to its tap),
+// `up <k>` brings it back before the tap goes up again (ap mode: it scans and associates anew),
+// `open <k>` after (what it receives reaches the tap again); each change is a "station" line
+// {"type":"station","wall":..,"sim_s":..,"node":k,"event":"left"|"rejoining"|"joined"|"open"|
+// "associated"|"disassociated"} (station_presence.h).
 //
 // Two ns-3 3.37 packaging problems are handled:
 //  * (here) the TapBridge library execs its tap-creator helper at a path fixed when Debian built
@@ -59,6 +65,7 @@
 #include "background_traffic.h"
 #include "link_monitor.h"
 #include "node_traces.h"
+#include "station_presence.h"
 #include "wifi_channel.h"
 #include "wifi_options.h"
 #include "wifi_stats.h"
@@ -221,7 +228,9 @@ main(int argc, char* argv[])
     errors.Install(net.all, o.frameErrorRate, o.errorBurst, traces.Counters());
     InstallTapBridges(o, net);
 
-    LinkMonitor monitor(o, stats, traces, errors.Bursts(), background);
+    StationPresence presence(stats);
+    presence.Install(net.tapped);
+    LinkMonitor monitor(o, stats, traces, errors.Bursts(), presence, background);
     if (!monitor.Start(net.tapped))
     {
         return Fail(1, "real-time simulator not active");

@@ -159,6 +159,16 @@ FormatControlLine(double wall, const std::string& line, const std::string& error
            "}\n";
 }
 
+std::string
+FormatStationLine(double wall, double simS, long node, const char* event)
+{
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "{\"type\":\"station\",\"wall\":%.6f,\"sim_s\":%.6f,\"node\":%ld,\"event\":\"%s\"}\n",
+                  wall, simS, node, event);
+    return line;
+}
+
 StatsFile::~StatsFile()
 {
     if (m_file)

@@ -108,6 +108,10 @@ std::string FormatReadyLine(double wall, long pid, double simS, const std::vecto
 /// error applying it gave ("" = applied: null).
 std::string FormatControlLine(double wall, const std::string& line, const std::string& error);
 
+/// A station's presence changed (station_presence.h): {"type":"station","wall":..,"sim_s":..,
+/// "node":k,"event":"left"|"rejoining"|"joined"|"associated"|"disassociated"}.
+std::string FormatStationLine(double wall, double simS, long node, const char* event);
+
 /// The --stats file, appended to and flushed line by line; without --stats nothing is written.
 class StatsFile
 {

@@ -89,7 +89,9 @@ TEST(ControlInput, LossLinesSetANodeOrAll) {
 }
 
 TEST(ControlInput, BadLinesChangeNothing) {
-  const std::string bad = "bad control line (expected: loss <node index>|all <probability 0..1>)";
+  const std::string bad =
+      "bad control line (expected: loss <node index>|all <probability 0..1>, or down, up or open "
+      "<node index>)";
   LossBursts b = threeNodes();
   for (const char* line : {"", "loss", "loss 0", "loss 0 x", "gain 0 0.5", "loss 0 1.5", "loss 0 -0.1"}) {
     EXPECT_EQ(ApplyControl(line, b), bad) << line;
@@ -98,6 +100,25 @@ TEST(ControlInput, BadLinesChangeNothing) {
   EXPECT_EQ(ApplyControl("loss 1x 0.5", b), "no node 1x");
   EXPECT_EQ(b.perNode, std::vector<double>(3, 0.0));
   EXPECT_DOUBLE_EQ(b.all, 0.0);
+}
+
+TEST(ControlInput, DownUpAndOpenLinesNameAStation) {
+  StationSwitch s;
+  EXPECT_EQ(ParseStationLine("down 1", 3, s), "");
+  EXPECT_EQ(s.node, 1);
+  EXPECT_EQ(s.action, StationSwitch::kDown);
+  EXPECT_EQ(ParseStationLine("up 2", 3, s), "");
+  EXPECT_EQ(s.action, StationSwitch::kUp);
+  EXPECT_EQ(ParseStationLine("open 0", 3, s), "");
+  EXPECT_EQ(s.node, 0);
+  EXPECT_EQ(s.action, StationSwitch::kOpen);
+  EXPECT_EQ(ParseStationLine("loss 0 0.5", 3, s), "");  // not a station line: for ApplyControl
+  EXPECT_EQ(s.action, StationSwitch::kNone);
+  EXPECT_EQ(ParseStationLine("down 3", 3, s), "no node 3");
+  EXPECT_EQ(ParseStationLine("up all", 3, s), "no node all");
+  EXPECT_EQ(ParseStationLine("down", 3, s), "bad control line (expected: down <node index>)");
+  EXPECT_EQ(ParseStationLine("open 1 2", 3, s), "bad control line (expected: open <node index>)");
+  EXPECT_EQ(s.action, StationSwitch::kNone);
 }
 
 TEST(ControlInput, ASenderLosesTheLargerOfItsBurstAndAll) {
@@ -232,6 +253,11 @@ TEST(WifiStats, AfterALineTheIntervalFiguresStartAgain) {
   EXPECT_EQ(c.qMax, 0u);
   EXPECT_EQ(c.qMaxTotal, 9u);
   EXPECT_EQ(c.arrivals, 1u);
+}
+
+TEST(WifiStats, StationLines) {
+  EXPECT_EQ(FormatStationLine(3.25, 1.5, 1, "associated"),
+            "{\"type\":\"station\",\"wall\":3.250000,\"sim_s\":1.500000,\"node\":1,\"event\":\"associated\"}\n");
 }
 
 TEST(WifiStats, ReadyAndControlLines) {

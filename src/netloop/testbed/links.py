@@ -119,6 +119,10 @@ class Link:
     def shape(self, host: str) -> None:
         """Set up ``host``'s egress queueing on net0 (default: the kernel's own qdisc)."""
 
+    def routes(self, host: str) -> list[str]:
+        """The routes ``host`` gets beside its subnet's (``ip route add`` arguments)."""
+        return []
+
     def set_transmitting(self, host: str, on: bool) -> None:
         """Stop (``on`` False) or restart ``host``'s transmissions: an outage. Stopped, its net0
         drops every packet at once (a pfifo of length 0: silently, as a radio that is off;
@@ -270,9 +274,6 @@ class TapLink(Link):
     def command(self) -> list[str]:
         raise NotImplementedError
 
-    def routes(self, host: str) -> list[str]:
-        return []
-
     def up(self, ctx: LinkContext) -> None:
         self.ctx = ctx
         self.stopping, self.exit_code = False, None
@@ -375,6 +376,25 @@ class TapLink(Link):
         target = "all" if host is None else str(self.hosts.index(host))
         self.proc.stdin.write(f"loss {target} {probability:.6g}\n".encode())
         self.proc.stdin.flush()
+
+    def control(self, line: str, timeout: float = 10.0) -> None:
+        """Write ``line`` on the emulator's control input and wait until it has applied it (its
+        "control" echo in the stats file); TestbedError with the emulator's error text."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise TestbedError(f"the {self.what} is not running: cannot apply '{line}'")
+        seen = sum(1 for l in self.stats.poll() if l.get("type") == "control")
+        self.proc.stdin.write(f"{line}\n".encode())
+        self.proc.stdin.flush()
+
+        def echoed():
+            echoes = [l for l in self.stats.poll() if l.get("type") == "control"]
+            return echoes[seen] if len(echoes) > seen else (self.proc.poll() is not None and {"exited": 1})
+        echo = util.wait_for(echoed, timeout)
+        if not echo or echo.get("exited"):
+            raise TestbedError(f"the {self.what} did not apply '{line}' "
+                               + ("(it exited)" if echo else f"within {timeout:g} s"))
+        if echo.get("error"):
+            raise TestbedError(f"the {self.what} refused '{line}': {echo['error']}")
 
     def down(self) -> None:
         if self.proc is not None:
@@ -561,6 +581,19 @@ class Ns3WifiLink(TapLink):
             return str(wifi_binary())
         except TestbedError:
             return None
+
+    def station(self, host: str, action: str) -> None:
+        """``host``'s station in the emulator (``src/ns3/station_presence.h``): ``down`` takes it
+        off the air (before its tap goes down), ``up`` brings it back (before the tap goes up),
+        ``open`` lets what it receives reach the tap again (after); its "station" lines say
+        when it rejoined."""
+        self.control(f"{action} {self.hosts.index(host)}")
+
+    def station_events(self) -> list[dict]:
+        """The emulator's "station" lines, each with its ``host``: left, rejoining, joined (ad-hoc:
+        at once), associated / disassociated (ap mode: StaWifiMac's association)."""
+        lines = [l for l in self.stats.poll() if l.get("type") == "station"] if self.stats else []
+        return [{**l, "host": self.hosts[l["node"]]} for l in lines if 0 <= l["node"] < len(self.hosts)]
 
     def routes(self, host: str) -> list[str]:
         if self.profile["hops"] != 2 or host == "relay":

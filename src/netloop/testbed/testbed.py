@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import state, util
+from . import interfaces, state, util
 from .links import LinkContext, host_address, make_link
 from .profiles import link_capacity_mbit, validate_profile
 from .util import TestbedError
@@ -125,6 +125,31 @@ class Testbed:
         if self.is_loopback or not self._is_up:
             raise TestbedError("outages need a testbed that is up, with interfaces (not loopback)")
         self._link.set_transmitting(host, on)
+
+    def set_interface(self, host: str, up: bool) -> None:
+        """An interface outage of ``host`` (``up`` False: its net0 goes down, the kernel drops its
+        routes and its sockets get errors; on Wi-Fi its station leaves the network) or its end
+        (net0 up, routes restored, the station rejoins); see :mod:`netloop.testbed.interfaces`."""
+        self._check_host(host)
+        if self.is_loopback or not self._is_up:
+            raise TestbedError("interface outages need a testbed that is up, with interfaces (not loopback)")
+        if up:
+            interfaces.bring_up(self._link, host)
+        else:
+            interfaces.bring_down(self._link, host)
+
+    def interface_is_up(self, host: str) -> bool:
+        """Whether ``host``'s net0 is up (False during an interface outage)."""
+        self._check_host(host)
+        if self.is_loopback or not self._is_up:
+            raise TestbedError("a loopback testbed, or one that is not up, has no interfaces")
+        return interfaces.is_up(self._link, host)
+
+    def station_events(self) -> list[dict]:
+        """The Wi-Fi emulator's "station" lines (a station leaving, rejoining, associating), each
+        with its ``host``; [] on other links."""
+        events = getattr(self._link, "station_events", None)
+        return events() if events is not None and self._link.ctx is not None else []
 
     def set_loss(self, host: str | None, probability: float) -> None:
         """A loss burst (``probability`` > 0) on what ``host`` sends (None: every host), or its
