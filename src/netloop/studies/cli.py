@@ -39,7 +39,7 @@ def list_studies() -> str:
             continue
         lines.append(f"{name:9s} {study.title}: {study.citation}")
         for part in study.parts:
-            lines.append(f"    {part.name:16s} {part.reproduces:28s} experiments/{part.experiment}")
+            lines.append(f"    {part.name:16s} {part.reproduces:36s} experiments/{part.experiment}")
     return "\n".join(lines)
 
 
