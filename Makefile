@@ -3,14 +3,14 @@
 #   make test   installs what is missing, builds, runs every test (C++ and Python)
 #   make robot  on a robot (Raspberry Pi OS / Debian 12, Ubuntu 20.04 with Noetic): installs and builds
 #               only what runs there (scripts/robot_setup.sh, scripts/build.sh --robot)
-# Others: make setup | build | test-robot | bench | docs | results | example-report | clean
+# Others: make setup | build | test-robot | test-studies | bench | docs | results | example-report | clean
 SHELL := /bin/bash
 EXPERIMENT ?= experiments/pound_fig21.yaml
 PYTEST_ARGS ?=
 ENV := source scripts/env.sh &&
 PY := .venv/bin/python
 
-.PHONY: setup build robot test-robot run test test-cpp test-py bench docs results example-report clean
+.PHONY: setup build robot test-robot test-studies run test test-cpp test-py bench docs results example-report clean
 
 setup:
 	@scripts/setup.sh
@@ -33,6 +33,11 @@ robot:
 # adds ~40 s of debootstrap and 140 MB of Debian packages).
 test-robot: build
 	@$(ENV) NETLOOP_TEST_ROBOT=1 $(PY) -m pytest test/test_robot_install.py $(PYTEST_ARGS)
+
+# `netloop reproduce pound --quick` and `netloop reproduce jordan --quick` as a user runs them,
+# every part for real (root; test/test_reproduce_quick.py). .ci/run runs it after make test.
+test-studies: build
+	@$(ENV) NETLOOP_TEST_STUDIES=1 $(PY) -m pytest test/test_reproduce_quick.py $(PYTEST_ARGS)
 
 run: build
 	@$(ENV) bin/netloop run $(EXPERIMENT)

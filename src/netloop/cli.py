@@ -229,7 +229,7 @@ def _command_name(args) -> str:
 def _runs_without_build(args) -> bool:
     """Commands that need Python and PyYAML only (as does every --help)."""
     return args.command == "validate" or (args.command == "run" and args.dry_run) or \
-        (args.command == "reproduce" and args.list)
+        (args.command == "reproduce" and (args.list or args.dry_run))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ published ones.
     netloop reproduce pound                        run every part of the Pound study, then compare
     netloop reproduce jordan --quick               the short variants (the shapes kept, minutes not hours)
     netloop reproduce pound --part tables          only that part (repeatable)
+    netloop reproduce jordan --quick --dry-run     the parts' runs and how long they take, run nothing
     netloop reproduce pound --results tables=DIR   compare a campaign already run instead of running it
     netloop reproduce pound --link wifi6_calibrated   every part on another link profile
     netloop reproduce sanap --machines pi_laptop   the same files on real machines (a hosts file)
@@ -59,6 +60,25 @@ def part_experiment(study, part, quick: bool = False, link: str | None = None,
         if part.quick is not None:
             exp = part.quick(exp)
     return exp
+
+
+def estimated_minutes(exp) -> float:
+    """How long an experiment runs, by ``netloop run --dry-run``'s estimate."""
+    from ..experiment import estimated_run_seconds, expand, for_cell
+    return sum(estimated_run_seconds(for_cell(exp, c).experiment) for c in expand(exp)) / 60
+
+
+def plan_text(study, experiments: dict) -> str:
+    """What ``--dry-run`` prints: each part's file, runs and estimated minutes, and the total."""
+    lines, total = [f"{study.name}: {len(experiments)} part(s)"], 0.0
+    for name, exp in experiments.items():
+        from ..experiment import expand
+        minutes = estimated_minutes(exp)
+        total += minutes
+        lines.append(f"  {name:16s} {len(expand(exp)):4d} runs  ~{minutes:5.1f} min  {exp.name} "
+                     f"(link {exp.link}{', machines ' + exp.machines if exp.machines else ''})")
+    lines.append(f"about {total:.0f} min in all")
+    return "\n".join(lines)
 
 
 def run_part(exp, results_parent: Path | None) -> Path:
@@ -133,6 +153,9 @@ def main(args) -> int:
         wanted = []          # --results alone: compare what was given, run nothing
     # every part's experiment is built (and refused) before the first one runs
     experiments = {p.name: part_experiment(study, p, args.quick, args.link, args.machines) for p in wanted}
+    if args.dry_run:
+        print(plan_text(study, experiments))
+        return 0
     if experiments and not args.machines and os.geteuid() != 0 and \
             any(e.link != "loopback" for e in experiments.values()):
         print("netloop reproduce: these experiments need root (they create network namespaces)",
@@ -140,11 +163,8 @@ def main(args) -> int:
         return 2
     if experiments:
         from .. import runner
-        from ..experiment import estimated_run_seconds, expand, for_cell
-        total = sum(estimated_run_seconds(for_cell(e, c).experiment) for e in experiments.values()
-                    for c in expand(e))
-        print(f"netloop reproduce: {study.name}: {len(experiments)} part(s), about {total / 60:.0f} min",
-              flush=True)
+        print(f"netloop reproduce: {study.name}: {len(experiments)} part(s), about "
+              f"{sum(estimated_minutes(e) for e in experiments.values()):.0f} min", flush=True)
         runner.install_signal_handlers()
     for i, (name, exp) in enumerate(experiments.items(), 1):
         print(f"netloop reproduce: part {i}/{len(experiments)} {name} ({study.part(name).reproduces})",
@@ -186,6 +206,8 @@ def register(sub) -> None:
     p.add_argument("--results", action="append", default=[], metavar="PART=DIR",
                    help="compare this campaign directory for PART instead of running it (repeatable); "
                         "with no --part nothing else runs")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print each part's runs and estimated duration, run nothing")
     p.add_argument("--link", default=None, help="run every part on this link profile instead of its own")
     p.add_argument("--machines", metavar="HOSTS", default=None,
                    help="run on real machines over SSH (a hosts file, as for 'netloop run')")
