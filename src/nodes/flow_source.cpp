@@ -167,8 +167,10 @@ int run() {
   for (int k = 0; sending() && (count == 0 || k < count); ++k) {
     const double jitter = send_jitter > 0 ? std::clamp(offset(rng), -max_offset, max_offset) : 0.0;
     const ros::WallTime due = t0 + ros::WallDuration(k * period + jitter);
-    while (sending() && ros::WallTime::now() < due)
-      ros::WallDuration(std::min(0.01, (due - ros::WallTime::now()).toSec())).sleep();
+    // the time left is read once: a WallDuration that came out negative (due passed between two
+    // reads of the clock) sleeps ~136 years, as ros_wallsleep takes unsigned seconds
+    for (double left; sending() && (left = (due - ros::WallTime::now()).toSec()) > 0;)
+      ros::WallDuration(std::min(0.01, left)).sleep();
     if (sending()) publish(static_cast<uint32_t>(k), ros::WallTime::now());
   }
   // Keep the connections open while the last messages drain (a 64 KB message needs ~0.1 s
