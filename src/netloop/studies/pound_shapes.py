@@ -159,15 +159,23 @@ def table5_checks(rec: dict, published: dict, methods: dict) -> list:
 
 # ---- Figs. 1 and 3 -----------------------------------------------------------------------
 
-def _period_std(runs: list, key) -> dict:
-    """{key(run): median std(J_d) of the run's first flow, ms}."""
+def _period_std(runs: list, key, period: str = "period") -> dict:
+    """{key(run): median std of the first flow's period at the destination (``period``) or at
+    its source (``source_period``), ms}."""
     per: dict = {}
     for run in runs:
         flows = run.get("flows") or []
-        std = ((flows[0].get("period") or {}).get("std_ms")) if flows else None
+        std = ((flows[0].get(period) or {}).get("std_ms")) if flows else None
         if std is not None:
             per.setdefault(key(run), []).append(std)
     return {k: median(v) for k, v in per.items()}
+
+
+def _sources(runs: list, key, names: dict) -> str:
+    """'; the sources' own period std: a x ms, b y ms' (a busy host shows there first)."""
+    src = _period_std(runs, key, "source_period")
+    got = [f"{label} {src[k]:.2f} ms" for k, label in names.items() if src.get(k) is not None]
+    return f"; the source's own period std: {', '.join(got)}" if got else ""
 
 
 def _link(run: dict) -> str | None:
@@ -181,7 +189,9 @@ def fig1_check(runs: list | None) -> ShapeCheck:
     wired, wifi = std.get("ethernet"), next((v for k, v in std.items() if k and k.startswith("wifi")), None)
     if wired is None or wifi is None:
         return ShapeCheck(item, expected, "", None)
-    return ShapeCheck(item, expected, f"std(J_d) ethernet {wired:.2f} ms, Wi-Fi {wifi:.2f} ms",
+    wifi_key = next(k for k in std if k and k.startswith("wifi"))
+    return ShapeCheck(item, expected, f"std(J_d) ethernet {wired:.2f} ms, Wi-Fi {wifi:.2f} ms"
+                      + _sources(runs, _link, {"ethernet": "ethernet", wifi_key: "Wi-Fi"}),
                       wifi >= WIFI_FACTOR * wired)
 
 
@@ -193,7 +203,8 @@ def fig3_check(runs: list | None) -> ShapeCheck:
     tcp, nod = std.get("tcp"), std.get("tcp_nodelay")
     if tcp is None or nod is None:
         return ShapeCheck(item, expected, "", None)
-    return ShapeCheck(item, expected, f"std(J_d) tcp {tcp:.2f} ms, tcp_nodelay {nod:.2f} ms",
+    return ShapeCheck(item, expected, f"std(J_d) tcp {tcp:.2f} ms, tcp_nodelay {nod:.2f} ms"
+                      + _sources(runs, lambda r: r["transport"], {"tcp": "tcp", "tcp_nodelay": "tcp_nodelay"}),
                       tcp >= NAGLE_FACTOR * nod)
 
 
