@@ -58,10 +58,8 @@ def test_no_cpu_controller_is_a_clear_refusal(tmp_path, monkeypatch):
     assert err.value.key == "hosts" and "cgroup cpu controller" in str(err.value)
 
 
-@needs_root
-@pytest.mark.timeout(180)
-def test_a_slow_robot_computer_stretches_the_round_trip_and_leaves_nothing_behind(tmp_path):
-    before = _netloop_cgroups()
+def _slow_and_fast_round_trips(tmp_path):
+    """One campaign, the robot at two cores and at a tenth of one: {cpu: (p99 [ms], limit)}."""
     _, out = run_campaign(tmp_path, {
         "transport": "tcp_nodelay", "loop": {"type": "none"},
         "hosts": {"robot": {"cpu": 2.0}},
@@ -77,13 +75,30 @@ def test_a_slow_robot_computer_stretches_the_round_trip_and_leaves_nothing_behin
         # a tenth of a core cannot answer 2000 pings a second: how many it answers depends on
         # what else the host runs (29 % on 2026-11-25 with heavy steal); enough for percentiles
         assert f.ok and f.MDR >= (0.1 if limit["cpu"] < 1 else 0.5), f
-        rtt[limit["cpu"]] = (float(np.percentile(f.delays_ms, 95)), limit)
-    fast, slow = rtt[2.0], rtt[0.1]
-    assert slow[1]["throttled_periods"] > 10 and slow[1]["cpu_period_ms"] == 10.0, slow
-    assert fast[1]["throttled_periods"] == 0, fast
-    assert slow[1]["quota_us"] == 1000 and slow[1]["period_us"] == 10000, slow
-    # 1 ms of CPU in every 10 ms is less than 2000 round trips a second need: they wait
-    assert slow[0] > 5 * fast[0] and slow[0] > 2.0, (slow[0], fast[0])
+        rtt[limit["cpu"]] = (float(np.percentile(f.delays_ms, 99)), limit)
+    return rtt
+
+
+@needs_root
+@pytest.mark.timeout(180)
+def test_a_slow_robot_computer_stretches_the_round_trip_and_leaves_nothing_behind(tmp_path):
+    """1 ms of CPU in every 10 ms is less than 2000 round trips a second need: the robot (sender
+    and receiver of the echo) is throttled, and what it stamped just before waits for the next
+    10 ms period. That shows in the tail: p99 ~10 ms against ~1 ms unthrottled (p95 moves less
+    and with the machine's load: 1.1-6.7 ms measured, since messages are stamped only while the
+    robot runs). A busy machine stretches the unthrottled run's tail too (p99 3-30 ms measured
+    at a load average of 5): such a campaign is measured again, up to 3 times."""
+    before = _netloop_cgroups()
+    for attempt in range(3):
+        rtt = _slow_and_fast_round_trips(tmp_path / f"try{attempt}")
+        fast, slow = rtt[2.0], rtt[0.1]
+        assert slow[1]["throttled_periods"] > 10 and slow[1]["cpu_period_ms"] == 10.0, slow
+        assert fast[1]["throttled_periods"] == 0, fast
+        assert slow[1]["quota_us"] == 1000 and slow[1]["period_us"] == 10000, slow
+        assert slow[0] > 0.5 * slow[1]["cpu_period_ms"], slow     # the wait for the next period
+        if slow[0] > 3 * fast[0]:
+            break
+    assert slow[0] > 3 * fast[0], (slow[0], fast[0])
     assert _netloop_cgroups() == before
 
 
