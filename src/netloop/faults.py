@@ -62,6 +62,9 @@ class FaultSchedule:
             self.records.append(rec)
             self._active.append(rec)
             self._apply(rec, True)
+            # in effect from here (the commands that make it take a while on a busy machine, ~0.3 s
+            # at a load average of 9: what is sent meanwhile still goes through)
+            rec["start"] = time.time()
             who = ", ".join(rec["hosts"])
             self.log(f"    loss burst: {who} lose {loss:.0%} for {end - start:g} s" if loss is not None
                      else f"    outage: {who} interface down for {end - start:g} s" if kind == "interface_down"
