@@ -195,6 +195,8 @@ class EthernetLink(Link):
                                f"link set dev {port} up"], o)
         for host in self.hosts:
             self.configure_host(host, IFACE, p["mtu"])
+            if p["gso_max_segs"]:
+                util.ip_batch([f"link set dev {IFACE} gso_max_segs {p['gso_max_segs']}"], ctx.netns[host])
             self.shape(host)
 
     def shape(self, host: str) -> None:
