@@ -34,7 +34,7 @@ robot:
 test-robot: build
 	@$(ENV) NETLOOP_TEST_ROBOT=1 $(PY) -m pytest test/test_robot_install.py $(PYTEST_ARGS)
 
-# `netloop reproduce pound --quick` and `netloop reproduce jordan --quick` as a user runs them,
+# `netloop reproduce jordan --quick` and `netloop reproduce sanap --quick` as a user runs them,
 # every part for real (root; test/test_reproduce_quick.py). .ci/run runs it after make test.
 test-studies: build
 	@$(ENV) NETLOOP_TEST_STUDIES=1 $(PY) -m pytest test/test_reproduce_quick.py $(PYTEST_ARGS)
