@@ -1,5 +1,5 @@
 """Jordan 2017, "Evaluating the Scalability of ROS in Multi-Robot Systems": the frequency, CPU
-clock, representative-data, Wi-Fi and vertical-scaling experiments (1, 3, 5, 6, 7).
+clock, Wi-Fi, representative-data and vertical-scaling experiments (1, 3, 4, 5, 6, 7).
 
 The study's sender publishes at a rate, an echoer on another host sends every message back and
 the sender takes the round trip. netloop's echo flows (``kind: echo``) do the same. The study
@@ -301,17 +301,27 @@ def compare_exp5(sensor: list, video: list) -> tuple:
     return comps, checks
 
 
-def compare_exp6(pts: list) -> tuple:
+def compare_links(pts: list, what: str, at_hz: float) -> tuple:
+    """Wi-Fi against Ethernet (Exp 4, Exp 6; netloop only, the study's numbers are held back):
+    per link the highest rate sustained and the mean round trip at ``at_hz``."""
     comps = []
     for link in sorted({p["link"] for p in pts}) or ["ethernet", "wifi_n_mcs7"]:
         series = _series(pts, link=link)
         k = knee(series) if series else None
-        comps.append(Comparison(f"Exp 6: sensor 4.25 kB over {link}, highest rate sustained", "Hz", None,
+        comps.append(Comparison(f"{what} over {link}, highest rate sustained", "Hz", None,
                                 sustained(series) if series else None, None, "absolute",
                                 "" if not series else f"knee {_hz(k)}"))
-        comps.append(Comparison(f"Exp 6: sensor 4.25 kB at 300 Hz over {link}, mean RTT", "ms", None,
-                                _mean_at(pts, link=link, rate=300.0), None, "absolute"))
+        comps.append(Comparison(f"{what} at {at_hz:g} Hz over {link}, mean RTT", "ms", None,
+                                _mean_at(pts, link=link, rate=at_hz), None, "absolute"))
     return comps, []
+
+
+def compare_exp4(pts: list) -> tuple:
+    return compare_links(pts, "Exp 4: 11 B", 1000.0)
+
+
+def compare_exp6(pts: list) -> tuple:
+    return compare_links(pts, "Exp 6: sensor 4.25 kB", 300.0)
 
 
 def compare_exp7(pts: list) -> tuple:
@@ -348,6 +358,7 @@ def compare(campaigns: dict) -> StudyResult:
         read[part.name], notes = points(campaigns.get(part.name))
         result.notes += notes
     for comps, checks in (compare_exp1(read["exp1"]), compare_exp3(read["exp3"]),
+                          compare_exp4(read["exp4"]),
                           compare_exp5(read["exp5_sensor"], read["exp5_video"]),
                           compare_exp6(read["exp6"]), compare_exp7(read["exp7"])):
         result.comparisons += comps
@@ -386,6 +397,8 @@ STUDY = Study(
              _quick({"flows[0].period": _periods(100, 1000, 5000, 10000, 20000, 50000)}, ["tcp_nodelay"])),
         Part("exp3", "jordan_exp3_cpu_clock.yaml", "Exp 3 (CPU clock, 11 B)",
              _quick({"flows[0].period": _periods(200, 1000, 2000)})),
+        Part("exp4", "jordan_exp4_wifi_hello.yaml", "Exp 4 (Wi-Fi vs Ethernet, 11 B)",
+             _quick({"flows[0].period": _periods(200, 1000, 2000)})),
         Part("exp5_sensor", "jordan_exp5_sensor.yaml", "Exp 5 (sensor 4.25 kB)",
              _quick({"flows[0].period": _periods(400, 2000), "hosts.robot.cpu": [1.0, 0.5]})),
         Part("exp5_video", "jordan_exp5_video.yaml", "Exp 5 (video 308 KB)",
@@ -396,8 +409,8 @@ STUDY = Study(
              _quick({"flows[0].period": _periods(100, 300), "flows[0].replicas": [1, 4, 8]})),
     ],
     compare=compare,
-    summary="Frequency, CPU clock, representative data, Wi-Fi and vertical scaling of a sender/echoer "
-            "pair (Experiments 1, 3, 5, 6, 7). The Raspberry Pi 3's absolute times are its hardware: "
+    summary="Frequency, CPU clock, Wi-Fi, representative data and vertical scaling of a sender/echoer "
+            "pair (Experiments 1, 3, 4, 5, 6, 7). The Raspberry Pi 3's absolute times are its hardware: "
             "compared by ratio and shape. Experiment 2 (rebooting between runs) has no counterpart: every "
             "netloop run starts its hosts' processes afresh. The CSLV and the Wi-Fi numbers are netloop's only.",
 )
