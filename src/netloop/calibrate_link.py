@@ -36,7 +36,7 @@ import yaml
 
 from . import paths
 from .studies import pound
-from .studies.core import MATCH, MISS, NOT_MEASURED, Comparison
+from .studies.core import MATCH, MISS, NOT_MEASURED, Comparison, campaign_runs
 
 #: the published numbers and the verdict rules: one code path with ``netloop reproduce pound``
 PUBLISHED, METHODS = pound.PUBLISHED, pound.METHODS
@@ -57,33 +57,9 @@ def verdict_mdr(published: float, ours: float | None) -> str:
     return WORD[Comparison("", "%", published, ours, pound.MDR_TOLERANCE).verdict]
 
 
-def valid_runs(results: Path) -> tuple[list[dict], dict]:
-    """The runs of a campaign's ``analysis.json`` whose link kept real time, and the counts
-    {"runs", "invalid", "invalid_runs", "invalid_attempts", "rerun_runs"} (a run whose link
-    lagged is left out, never kept; ``invalid_attempts`` counts the attempts judged invalid
-    and run again, kept in the campaign's ``invalid/``)."""
-    from .rundir import invalid_attempts  # noqa: PLC0415
-    analysis = json.loads((Path(results) / "analysis.json").read_text())
-    counts: dict = {"runs": 0, "invalid": 0, "invalid_runs": [], "invalid_attempts": 0, "rerun_runs": []}
-    kept = []
-    for run in analysis:
-        counts["runs"] += 1
-        reruns = len(invalid_attempts(results, run["run_id"]))
-        if reruns:
-            counts["invalid_attempts"] += reruns
-            counts["rerun_runs"].append(run["run_id"])
-        meta_path = Path(results) / "runs" / run["run_id"] / "metadata.json"
-        health = {}
-        try:
-            health = json.loads(meta_path.read_text()).get("link_health") or {}
-        except (OSError, ValueError):
-            pass
-        if health.get("valid") is False:
-            counts["invalid"] += 1
-            counts["invalid_runs"].append(run["run_id"])
-        else:
-            kept.append(run)
-    return kept, counts
+#: the runs of a campaign whose link kept real time, and the counts (one implementation for
+#: calibrate and every study)
+valid_runs = campaign_runs
 
 
 def read_campaign(results: Path) -> tuple[dict, dict]:

@@ -219,12 +219,20 @@ def median(values) -> Optional[float]:
 
 def campaign_runs(campaign: Path) -> tuple:
     """The runs of a campaign's ``analysis.json`` whose link kept real time, and the counts
-    {"runs", "invalid", "invalid_runs"}: a run whose link lagged is left out and counted."""
+    {"runs", "invalid", "invalid_runs", "invalid_attempts", "rerun_runs"}: a run whose link lagged
+    is left out, never kept, and counted; ``invalid_attempts`` counts the attempts judged invalid
+    and run again (kept in the campaign's ``invalid/``), ``rerun_runs`` names their runs."""
+    from ..rundir import invalid_attempts  # noqa: PLC0415 - not at import: `reproduce --list`
     campaign = Path(campaign)
     analysis = json.loads((campaign / "analysis.json").read_text())
-    kept, counts = [], {"runs": 0, "invalid": 0, "invalid_runs": []}
+    kept: list = []
+    counts: dict = {"runs": 0, "invalid": 0, "invalid_runs": [], "invalid_attempts": 0, "rerun_runs": []}
     for run in analysis:
         counts["runs"] += 1
+        reruns = len(invalid_attempts(campaign, run["run_id"]))
+        if reruns:
+            counts["invalid_attempts"] += reruns
+            counts["rerun_runs"].append(run["run_id"])
         try:
             meta = json.loads((campaign / "runs" / run["run_id"] / "metadata.json").read_text())
         except (OSError, ValueError):
