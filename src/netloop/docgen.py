@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import paths
+from .studies import STUDY_MODULES   # the study words only (no study module is imported)
 
 #: NAME -> the page that holds its block.
 PAGES = {
@@ -48,7 +49,7 @@ PAGES = {
     "transports": "docs/transports.md",
     "results": "docs/results.md",
     "headline": "README.md",
-    **{f"study-{s}": f"docs/studies/{s}.md" for s in ("pound", "jordan", "maruyama", "sanap")},
+    **{f"study-{s}": f"docs/studies/{s}.md" for s in STUDY_MODULES},
 }
 
 _BLOCK = re.compile(r"^(?P<start><!--\s*generated:\s*(?P<name>[\w-]+)(?:\s+\(by `make docs`\))?\s*-->)"
@@ -582,7 +583,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "transports": transports,
     "results": results,
     "headline": headline,
-    **{f"study-{s}": study(s) for s in ("pound", "jordan", "maruyama", "sanap")},
+    **{f"study-{s}": study(s) for s in STUDY_MODULES},
 }
 
 

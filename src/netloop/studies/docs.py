@@ -11,7 +11,6 @@ import json
 import re
 from pathlib import Path
 
-from . import STUDY_MODULES
 from .cli import OUTPUT_PREFIX
 from .core import Comparison, ShapeCheck, StudyResult, Tolerance
 
@@ -80,7 +79,3 @@ def block(study: str, results: Path, kept: str | None, run_metadata, date, machi
     head = (f"Reproduced with {kind}, measured {date(d, metas)} on {machine(metas)} "
             f"(`{d.name}`; campaigns {', '.join(where) or 'none'}).")
     return head + "\n\n" + result_from_json(data).markdown()
-
-
-def names() -> list[str]:
-    return [f"study-{s}" for s in STUDY_MODULES]
