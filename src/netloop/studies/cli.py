@@ -70,9 +70,9 @@ def estimated_minutes(exp) -> float:
 
 def plan_text(study, experiments: dict) -> str:
     """What ``--dry-run`` prints: each part's file, runs and estimated minutes, and the total."""
+    from ..experiment import expand
     lines, total = [f"{study.name}: {len(experiments)} part(s)"], 0.0
     for name, exp in experiments.items():
-        from ..experiment import expand
         minutes = estimated_minutes(exp)
         total += minutes
         lines.append(f"  {name:16s} {len(expand(exp)):4d} runs  ~{minutes:5.1f} min  {exp.name} "
