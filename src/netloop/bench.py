@@ -9,6 +9,9 @@ bench/bench.json with the machine it ran on:
     least 99 % of the samples are answered and the achieved rate is within 1 % of f;
   - link emulation figures of the testbed (bring-up and tear-down time; ns-3 CPU and lag,
     also with the CPUs loaded), when the machine allows namespaces (root);
+  - the ``priority`` relay's mechanisms added one at a time (``netloop.transports.priority_bench``):
+    the Pound paper's two flows on ``wifi6`` and ``wifi6_2hop`` and the ``pound_fig21`` loop,
+    beside ROS's transports, as ratios to the published numbers and against the goals;
   - ROS 2's middlewares (``netloop.transports.ros2_bench``): native Cyclone DDS, Fast DDS and
     Zenoh latency of a 4 KB message at 50 Hz on loopback and between two namespaces joined by
     ``ethernet``, and their sustained echo rate, beside ``tcp_nodelay`` as ratios from the same
@@ -143,6 +146,7 @@ def _md(results: dict[str, Any]) -> str:
                   f"| {sim['physics_step_ms']:.3f} | {sim['camera_frame_ms']:.2f} | {sim['jpeg_encode_ms']:.2f} | "
                   f"{sim['scan_ms']:.2f} | {sim['rtf']:.3f} | {sim['rtf_window_min']:.3f} | {sim['cpu_share']:.2f} |", ""]
     lines += ["## Relay transports", ""] + _relays_md(results.get("relays", {}))
+    lines += ["## The priority relay's mechanisms, one at a time", ""] + _priority_md(results.get("priority", {}))
     lines += ["## ROS 2 middlewares", ""] + _ros2_md(results.get("ros2", {}))
     lines += ["## Calibration against the Pound paper", ""] + _calibration_md(results.get("calibration", {}))
     return "\n".join(lines)
@@ -155,6 +159,11 @@ def _ros2_md(r: dict[str, Any]) -> list[str]:
     return markdown(r)
 
 
+def _priority_md(r: dict[str, Any]) -> list[str]:
+    from .transports.priority_bench import markdown  # noqa: PLC0415
+    return markdown(r)
+
+
 def _relays_md(r: dict[str, Any]) -> list[str]:
     if "skipped" in r or not r:
         return [f"Skipped: {r.get('skipped', 'not run')}", ""]
@@ -164,17 +173,6 @@ def _relays_md(r: dict[str, Any]) -> list[str]:
     for name, v in r.get("loopback", {}).items():
         lines.append(f"| {name} | {v.get('D_p50_ms', '–')} | {v.get('D_p99_ms', '–')} | {v.get('added_p50_ms', '–')} | "
                      f"{v.get('added_p99_ms', '–')} | {v.get('relay_cpu_us_per_message') or '–'} |")
-    pw = r.get("priority_wifi", {})
-    if pw:
-        lines += ["", "`priority` on wifi6: a 1 KB / 20 ms high-priority flow, alone and beside a 64 KB / 150 ms image:", "",
-                  "| case | run | 1 KB flow D mean [ms] | D p99 [ms] | std J_d [ms] | MDR |", "|---|---|---|---|---|---|"]
-        for case in ("unperturbed", "priority", "udp/tcp_nodelay"):
-            c = pw.get(case)
-            if c and c.get("laser"):
-                lsr = c["laser"]
-                lines.append(f"| {case if case != 'priority' else 'priority, image beside'}"
-                             f"{'' if case != 'udp/tcp_nodelay' else ', image beside'} | {c['run']['status']} | "
-                             f"{lsr['D_mean_ms']} | {lsr['D_p99_ms']} | {lsr['std_Jd_ms']} | {lsr['MDR']} |")
     g = r.get("goodput_wifi", {})
     if g:
         lines += ["", f"One bulk topic over `priority` on wifi6: {g['priority_bulk']['bandwidth_mbit']} Mbit/s, "
@@ -241,6 +239,8 @@ def main(out: Path) -> int:
         results["simulator"] = _optional("netloop.sim.sim_bench", "simulator")
         print("bench: relay transports ...", flush=True)
         results["relays"] = _optional("netloop.transports.relay_bench", "relay transports")
+        print("bench: the priority relay's mechanisms, one at a time (two flows; the loop) ...", flush=True)
+        results["priority"] = _optional("netloop.transports.priority_bench", "priority relay mechanisms")
         print("bench: ROS 2 middlewares (and ddsperf) ...", flush=True)
         results["ros2"] = _optional("netloop.transports.ros2_bench", "ROS 2 middlewares")
         print("bench: calibration of wifi6 (netloop calibrate wifi6) ...", flush=True)

@@ -1,11 +1,6 @@
 """Benchmarks of the relay transports (nimbro, nimbro_mixed, multimaster, priority).
 ``run_all()`` returns a JSON-ready dict:
 
-* ``priority_wifi``: the Pound paper's two flows on ``wifi6`` (1 KB every 20 ms beside
-  64 KB every 150 ms, robot -> operator): the small flow's mean one-way delay D and the std
-  of its period at the destination J_d over ``priority``, against the same flow alone over
-  ``priority`` (unperturbed) and the two flows over ``udp/tcp_nodelay``. Targets: D within
-  ~2 ms of unperturbed, std(J_d) <= 3 ms (the paper: std(J_d) = 2.0 ms, D = 4.1 ms).
 * ``goodput_wifi``: the link's UDP goodput (a saturating stream of 1472-byte datagrams
   between the hosts, no ROS) and what one bulk topic (64 KB every 50 ms, more than the link
   carries) gets through ``priority``. Target: >= 90 %.
@@ -14,7 +9,8 @@
   relayed message (sender + receiver, from their statistics, startup excluded) and their
   CPU use in % of one core (multimaster: the syncs, which carry no data).
 
-The wifi parts need root (network namespaces, ns-3) and are reported as skipped without.
+The Pound paper's two flows over ``priority`` and its mechanisms are in
+:mod:`netloop.transports.priority_bench`. The wifi part needs root (network namespaces, ns-3) and are reported as skipped without.
 Run: ``python -m netloop.transports.relay_bench [--out DIR] [--quick]`` (prints the JSON).
 """
 from __future__ import annotations
@@ -33,8 +29,7 @@ import numpy as np
 
 from ..rundir import RunDir
 
-PAPER = {"std_Jd_ms": 2.0, "D_ms": 4.1}
-TARGETS = {"extra_delay_ms": 2.0, "std_Jd_ms": 3.0, "goodput_ratio": 0.9}
+TARGETS = {"goodput_ratio": 0.9}
 RELAYS = ["nimbro", "nimbro_mixed", "multimaster", "priority"]
 
 
@@ -64,31 +59,6 @@ def _status(run_dir: Path) -> dict[str, Any]:
     meta = RunDir(run_dir).read_metadata()
     return {"status": meta["status"], "error": meta.get("error"),
             "max_lag_ms": (meta.get("link_health") or {}).get("max_lag_ms")}
-
-
-def priority_wifi(out: Path, laser_count: int = 500) -> dict[str, Any]:
-    laser = {"name": "laser", "size_bytes": 1024, "period": 0.02, "count": laser_count}
-    image = {"name": "image", "size_bytes": 65536, "period": 0.15, "count": int(laser_count * 0.02 / 0.15) + 2}
-    opts = {"priority": {"rt_priority": 5}}
-    res: dict[str, Any] = {}
-    for key, transport, flows in (("unperturbed", "priority", [laser]), ("priority", "priority", [laser, image]),
-                                  ("udp/tcp_nodelay", "udp/tcp_nodelay", [laser, image])):
-        cfg, camp = _run({"link": "wifi6", "transport": transport, "loop": {"type": "none"}, "flows": flows,
-                          "transport_options": opts, "run_timeout": 200}, out, f"wifi_{key.replace('/', '+')}")
-        run_dir = camp / "runs" / f"{transport.replace('/', '+')}-r0"
-        res[key] = {"run": _status(run_dir), "laser": _flow(run_dir, cfg.flows[0])}
-        if len(flows) > 1:
-            res[key]["image"] = _flow(run_dir, cfg.flows[1])
-    ok = res["priority"]["laser"].get("ok") and res["unperturbed"]["laser"].get("ok")
-    if ok:
-        extra = res["priority"]["laser"]["D_mean_ms"] - res["unperturbed"]["laser"]["D_mean_ms"]
-        res["summary"] = {"D_unperturbed_ms": res["unperturbed"]["laser"]["D_mean_ms"],
-                          "D_with_image_ms": res["priority"]["laser"]["D_mean_ms"], "extra_delay_ms": round(extra, 3),
-                          "std_Jd_ms": res["priority"]["laser"]["std_Jd_ms"],
-                          "meets_delay_target": extra <= TARGETS["extra_delay_ms"],
-                          "meets_Jd_target": res["priority"]["laser"]["std_Jd_ms"] <= TARGETS["std_Jd_ms"],
-                          "paper": PAPER, "targets": {k: TARGETS[k] for k in ("extra_delay_ms", "std_Jd_ms")}}
-    return res
 
 
 _UDP_SINK = """
@@ -198,10 +168,9 @@ def run_all(out_dir: Path | str | None = None, quick: bool = False) -> dict[str,
     started = time.monotonic()
     res: dict[str, Any] = {"results_dir": str(out), "loopback": loopback(out, count=200 if quick else 500)}
     if os.geteuid() == 0:
-        res["priority_wifi"] = priority_wifi(out, laser_count=200 if quick else 500)
         res["goodput_wifi"] = goodput_wifi(out)
     else:
-        res["priority_wifi"] = res["goodput_wifi"] = {"skipped": "needs root (network namespaces, ns-3)"}
+        res["goodput_wifi"] = {"skipped": "needs root (network namespaces, ns-3)"}
     res["seconds"] = round(time.monotonic() - started, 1)
     return res
 
