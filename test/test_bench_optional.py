@@ -21,3 +21,29 @@ def test_a_missing_dependency_of_a_bench_part_is_named(monkeypatch):
         assert got == {"skipped": f"{what}: ModuleNotFoundError: No module named 'pybullet'"}
     assert bench._testbed_md(bench.testbed_figures()) == [
         "Skipped: testbed: ModuleNotFoundError: No module named 'pybullet'", ""]
+
+
+def test_only_runs_the_parts_asked_and_keeps_the_others_figures(tmp_path, monkeypatch):
+    import json
+
+    import pytest
+    calls = []
+
+    def part(name, value):
+        def run(out, work):
+            calls.append(name)
+            return value
+        return run
+
+    monkeypatch.setattr(bench, "PARTS", {"testbed": ("t", part("testbed", {"skipped": "first"})),
+                                         "priority": ("p", part("priority", {"skipped": "second"}))})
+    assert bench.main(tmp_path) == 0 and calls == ["testbed", "priority"]
+    first = json.loads((tmp_path / "bench.json").read_text())
+    monkeypatch.setattr(bench, "PARTS", dict(bench.PARTS, priority=("p", part("priority", {"skipped": "again"}))))
+    assert bench.main(tmp_path, "priority") == 0 and calls[-1] == "priority" and len(calls) == 3
+    got = json.loads((tmp_path / "bench.json").read_text())
+    assert got["testbed"] == {"skipped": "first"} and got["priority"] == {"skipped": "again"}
+    assert got["dates"]["testbed"] == first["dates"]["testbed"]
+    assert "Skipped: again" in (tmp_path / "bench.md").read_text()
+    with pytest.raises(ValueError, match="unknown part nope; one or more of testbed, priority"):
+        bench.parse_only("priority,nope")

@@ -30,7 +30,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 from .analysis.loop_run import analyse_loop_run, load_loop_run
@@ -119,23 +119,25 @@ def _calibration_md(cal: dict[str, Any]) -> list[str]:
 
 def _md(results: dict[str, Any]) -> str:
     h = results["host"]
+    dates = results.get("dates") or {}
     lines = [f"# netloop benchmarks ({results['date']})", "",
-             f"Machine: {h['cpu']}, {h['cores']} cores, kernel {h['kernel']} (shared; medians quoted).", "",
-             "## One-way latency of loop messages on loopback, 50 Hz", "",
+             f"Machine: {h['cpu']}, {h['cores']} cores, kernel {h['kernel']} (shared; medians quoted)."
+             + (" Parts run on other dates say so." if len(set(dates.values())) > 1 else ""), "",
+             "## One-way latency of loop messages on loopback, 50 Hz", "", *_when(dates, "latency"),
              "| transport | messages | y median [ms] | y p99 [ms] | u median [ms] | u p99 [ms] | RTT median [ms] |",
              "|---|---|---|---|---|---|---|"]
-    for r in results["latency"]:
+    for r in results.get("latency", []):
         lines.append(f"| {r['transport']} | {r['messages']} | {r['y_median_ms']:.3f} | {r['y_p99_ms']:.3f} | "
                      f"{r['u_median_ms']:.3f} | {r['u_p99_ms']:.3f} | {r['rtt_median_ms']:.3f} |")
-    lines += ["", "## Highest echo rate sustained (< 1 % unanswered, rate within 1 %)", "",
+    lines += ["", "## Highest echo rate sustained (< 1 % unanswered, rate within 1 %)", "", *_when(dates, "echo"),
               "| transport | sustained [Hz] | steps (target → achieved, answered) |", "|---|---|---|"]
-    for r in results["echo"]:
+    for r in results.get("echo", []):
         steps = "; ".join(f"{s['rate_hz']} → {s['achieved_hz']:.0f} Hz, {100 * s['answered']:.1f} %"
                           for s in r["steps"])
         lines.append(f"| {r['transport']} | {r['sustained_hz'] or '< ' + str(ECHO_RATES_HZ[0])} | {steps} |")
-    lines += ["", "## Testbed links", ""] + _testbed_md(results["testbed"])
+    lines += ["", "## Testbed links", "", *_when(dates, "testbed")] + _testbed_md(results.get("testbed", {}))
     sim = results.get("simulator", {})
-    lines += ["## Embedded simulator (pybullet)", ""]
+    lines += ["## Embedded simulator (pybullet)", "", *_when(dates, "simulator")]
     if "skipped" in sim:
         lines += [f"Skipped: {sim['skipped']}", ""]
     elif sim:
@@ -145,10 +147,10 @@ def _md(results: dict[str, Any]) -> str:
                   "worst 1 s window | CPU [share of a core] |", "|---|---|---|---|---|---|---|",
                   f"| {sim['physics_step_ms']:.3f} | {sim['camera_frame_ms']:.2f} | {sim['jpeg_encode_ms']:.2f} | "
                   f"{sim['scan_ms']:.2f} | {sim['rtf']:.3f} | {sim['rtf_window_min']:.3f} | {sim['cpu_share']:.2f} |", ""]
-    lines += ["## Relay transports", ""] + _relays_md(results.get("relays", {}))
-    lines += ["## The priority relay's mechanisms, one at a time", ""] + _priority_md(results.get("priority", {}))
-    lines += ["## ROS 2 middlewares", ""] + _ros2_md(results.get("ros2", {}))
-    lines += ["## Calibration against the Pound paper", ""] + _calibration_md(results.get("calibration", {}))
+    lines += ["## Relay transports", "", *_when(dates, "relays")] + _relays_md(results.get("relays", {}))
+    lines += ["## The priority relay's mechanisms, one at a time", "", *_when(dates, "priority")] + _priority_md(results.get("priority", {}))
+    lines += ["## ROS 2 middlewares", "", *_when(dates, "ros2")] + _ros2_md(results.get("ros2", {}))
+    lines += ["## Calibration against the Pound paper", "", *_when(dates, "calibration")] + _calibration_md(results.get("calibration", {}))
     return "\n".join(lines)
 
 
@@ -157,6 +159,13 @@ def _ros2_md(r: dict[str, Any]) -> list[str]:
         return [f"Skipped: {r.get('skipped', 'not run')}", ""]
     from .transports.ros2_bench import markdown  # noqa: PLC0415
     return markdown(r)
+
+
+def _when(dates: dict[str, str], part: str) -> list[str]:
+    """A line naming the date of a part measured on another day than the rest (``--only``)."""
+    if part in dates and len(set(dates.values())) > 1:
+        return [f"Measured {dates[part]}.", ""]
+    return []
 
 
 def _priority_md(r: dict[str, Any]) -> list[str]:
@@ -221,38 +230,65 @@ def _testbed_md(tb: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def main(out: Path) -> int:
+def _calibration_part(out: Path, work: Path) -> dict[str, Any]:
+    try:
+        return calibration(out)
+    except Exception as err:  # reported in the table, the other figures are kept
+        return {"skipped": f"{type(err).__name__}: {err}"}
+
+
+#: the parts of ``netloop bench`` in order: name -> (what is printed, how it is measured)
+PARTS: dict[str, tuple[str, Callable[[Path, Path], Any]]] = {
+    "latency": ("latency per transport at 50 Hz", lambda out, work: latency(work)),
+    "echo": ("echo rate over tcp_nodelay and udp",
+             lambda out, work: [echo_rate(work, t) for t in ("tcp_nodelay", "udp")]),
+    "testbed": ("testbed", lambda out, work: testbed_figures()),
+    "simulator": ("simulator", lambda out, work: _optional("netloop.sim.sim_bench", "simulator")),
+    "relays": ("relay transports", lambda out, work: _optional("netloop.transports.relay_bench", "relay transports")),
+    "priority": ("the priority relay's mechanisms, one at a time (two flows; the loop)",
+                 lambda out, work: _optional("netloop.transports.priority_bench", "priority relay mechanisms")),
+    "ros2": ("ROS 2 middlewares (and ddsperf)",
+             lambda out, work: _optional("netloop.transports.ros2_bench", "ROS 2 middlewares")),
+    "calibration": ("calibration of wifi6 (netloop calibrate wifi6)", _calibration_part),
+}
+
+
+def parse_only(text: str | None) -> list[str]:
+    """``--only a,b`` -> the parts in bench order; ValueError naming an unknown part."""
+    if not text:
+        return list(PARTS)
+    asked = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [t for t in asked if t not in PARTS]
+    if unknown or not asked:
+        raise ValueError(f"--only: unknown part {', '.join(unknown) or repr(text)}; one or more of "
+                         f"{', '.join(PARTS)} (comma-separated)")
+    return [p for p in PARTS if p in asked]
+
+
+def main(out: Path, only: str | None = None) -> int:
+    """Run the parts (every one, or ``only``'s) and write bench.md / bench.json in ``out``; with
+    ``only``, the other parts' figures of an earlier bench.json there are kept, each part dated."""
+    parts = parse_only(only)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
+    if only and (out / "bench.json").exists():
+        try:
+            results = json.loads((out / "bench.json").read_text())
+        except ValueError:
+            results = {}
+    dates = results.get("dates") or {p: results["date"] for p in PARTS if p in results and "date" in results}
     work = Path(tempfile.mkdtemp(prefix="netloop-bench-"))
     started = time.monotonic()
     try:
-        print("bench: latency per transport at 50 Hz ...", flush=True)
-        results: dict[str, Any] = {"date": now_iso(), "host": host_info(), "latency": latency(work)}
-        results["echo"] = []
-        for transport in ("tcp_nodelay", "udp"):
-            print(f"bench: echo rate over {transport} ...", flush=True)
-            results["echo"].append(echo_rate(work, transport))
-        print("bench: testbed ...", flush=True)
-        results["testbed"] = testbed_figures()
-        print("bench: simulator ...", flush=True)
-        results["simulator"] = _optional("netloop.sim.sim_bench", "simulator")
-        print("bench: relay transports ...", flush=True)
-        results["relays"] = _optional("netloop.transports.relay_bench", "relay transports")
-        print("bench: the priority relay's mechanisms, one at a time (two flows; the loop) ...", flush=True)
-        results["priority"] = _optional("netloop.transports.priority_bench", "priority relay mechanisms")
-        print("bench: ROS 2 middlewares (and ddsperf) ...", flush=True)
-        results["ros2"] = _optional("netloop.transports.ros2_bench", "ROS 2 middlewares")
-        print("bench: calibration of wifi6 (netloop calibrate wifi6) ...", flush=True)
-        try:
-            results["calibration"] = calibration(out)
-        except Exception as err:  # reported in the table, the other figures are kept
-            results["calibration"] = {"skipped": f"{type(err).__name__}: {err}"}
+        for part in parts:
+            print(f"bench: {PARTS[part][0]} ...", flush=True)
+            results[part] = PARTS[part][1](out, work)
+            dates[part] = now_iso()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    results["seconds"] = round(time.monotonic() - started, 1)
+    results.update(date=now_iso(), host=host_info(), dates=dates, seconds=round(time.monotonic() - started, 1))
     (out / "bench.json").write_text(json.dumps(results, indent=1, default=str))
     (out / "bench.md").write_text(_md(results))
     print((out / "bench.md").read_text())
     return 0
-

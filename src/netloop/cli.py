@@ -8,7 +8,7 @@
     netloop testbed up|down|status                             emulated hosts and links
     netloop bag synthetic --out F.bag                          a LaserScan bag for the LIDAR flow
     netloop bag lidar --world W --out F.bag                    record one from the simulated car
-    netloop bench [--out DIR]                                  latency and throughput benchmarks
+    netloop bench [--out DIR] [--only PARTS]                   latency and throughput benchmarks
     netloop calibrate PROFILE [--part all|tables|fig19]        published vs netloop (Pound Tables I-II, Fig. 19)
     netloop reproduce STUDY [--quick] | --list                  a study's files run, published vs netloop
     netloop fetch RUN_DIR [--machines HOSTS]                   records a real-machine run left on its machines
@@ -138,7 +138,12 @@ def _cmd_report(args) -> int:
 
 def _cmd_bench(args) -> int:
     from . import bench
-    return bench.main(Path(args.out))
+    try:
+        bench.parse_only(args.only)
+    except ValueError as err:
+        print(f"netloop bench: {err}", file=sys.stderr)
+        return 2
+    return bench.main(Path(args.out), args.only)
 
 
 #: Set by bin/netloop when it runs without the built package: what is missing (".venv, .build").
@@ -198,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="benchmarks (latency per transport, sustained echo rate, ...)")
     p.add_argument("--out", default="bench", help="directory for bench.md and bench.json (default bench/)")
+    p.add_argument("--only", metavar="PARTS", default=None,
+                   help="comma-separated parts to run (latency, echo, testbed, simulator, relays, priority, "
+                        "ros2, calibration); the others' figures in OUT/bench.json are kept")
     p.set_defaults(func=_cmd_bench)
 
     from .testbed.command import register as register_testbed
