@@ -15,6 +15,7 @@ Each NAME has one source in the code, so the page cannot drift from it:
     transports       docs/transports.md   one row per transport word (the transport registry)
     results          docs/results.md      per shipped experiment its newest campaign under results/
     study-STUDY      docs/studies/STUDY.md  the newest `netloop reproduce STUDY` under results/
+    bench-priority   docs/priority.md     the priority relay's part of bench/bench.json (`make bench`)
 
 Usage::
 
@@ -50,6 +51,7 @@ PAGES = {
     "results": "docs/results.md",
     "headline": "README.md",
     **{f"study-{s}": f"docs/studies/{s}.md" for s in STUDY_MODULES},
+    "bench-priority": "docs/priority.md",
 }
 
 _BLOCK = re.compile(r"^(?P<start><!--\s*generated:\s*(?P<name>[\w-]+)(?:\s+\(by `make docs`\))?\s*-->)"
@@ -573,6 +575,16 @@ def study(name: str) -> Callable[[Context], str]:
     return generate
 
 
+def bench_priority(ctx: Context) -> str:
+    """The priority relay's mechanisms as ``make bench`` last measured them (bench/bench.json)."""
+    pb = _need("netloop.transports.priority_bench", "the priority bench")
+    try:
+        bench = json.loads((ctx.root / "bench" / "bench.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        bench = {}
+    return pb.docs_block(bench)
+
+
 # ---------------------------------------------------------------- the pages
 
 GENERATORS: dict[str, Callable[[Context], str]] = {
@@ -584,6 +596,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "results": results,
     "headline": headline,
     **{f"study-{s}": study(s) for s in STUDY_MODULES},
+    "bench-priority": bench_priority,
 }
 
 

@@ -305,6 +305,20 @@ def markdown(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+def docs_block(bench: dict[str, Any]) -> str:
+    """The ``bench-priority`` block of docs/priority.md: this part of ``bench/bench.json`` with
+    the date and the machine it was measured on, or the command that measures it."""
+    part = bench.get("priority")
+    if not part or "skipped" in part:
+        why = f" ({part['skipped']})" if part else ""
+        return f"Not measured yet{why}: `make bench BENCH_ARGS=\"--only priority\"` (root; about 20 minutes)."
+    h = bench.get("host") or {}
+    when = (bench.get("dates") or {}).get("priority") or bench.get("date")
+    return "\n".join([f"Measured {when} on {h.get('cpu', '?')}, {h.get('cores', '?')} cores, kernel "
+                      f"{h.get('kernel', '?')} (shared; one run per case), by `make bench` "
+                      "(`BENCH_ARGS=\"--only priority\"` runs this part alone):", "", *markdown(part)]).rstrip()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=None, help="where the campaigns go (default: a temp dir)")
