@@ -27,6 +27,9 @@
 //    "major_faults":..,"involuntary_switches":.. (getrusage, the whole process),
 //    "nodes":[{"mac_tx":..,"mac_rx":..,"queue_drop":..,"retries":..,"final_fail":..,
 //              "phy_tx_drop":..,"phy_rx_drop":..,"data_mpdu_tx":..},...]}
+// With --qos each node also has "ac_enqueued":{"BE":..,"BK":..,"VI":..,"VO":..}: the frames that
+// entered each access category's MAC queue (qos_classifier.h: 802.11e, EDCA, every station's
+// MAC with QoS, each frame's access category from its DSCP as Linux's mac80211 chooses it).
 // "nodes" follows --taps, then the access point (ap mode). data_mpdu_tx counts the data
 // frames (MPDUs, retransmissions included) each node put on the air: in ap mode the AP's
 // count is the stations' relayed traffic.
@@ -65,6 +68,7 @@
 #include "background_traffic.h"
 #include "link_monitor.h"
 #include "node_traces.h"
+#include "qos_classifier.h"
 #include "station_presence.h"
 #include "wifi_channel.h"
 #include "wifi_options.h"
@@ -148,6 +152,8 @@ ParseCommandLine(int argc, char* argv[], WifiOptions& o)
     cmd.AddValue("background-mbit", "offered rate of each background pair, Mbit/s of frame "
                  "payload", o.backgroundMbit);
     cmd.AddValue("background-bytes", "payload bytes of a background frame", o.backgroundBytes);
+    cmd.AddValue("qos", "802.11e: QoS MACs with EDCA access categories, each frame's chosen "
+                 "from its DSCP as Linux's mac80211 does (see qos_classifier.h)", o.qos);
     cmd.AddValue("small-bytes", "packets up to this size count as small in the queue stats",
                  o.smallBytes);
     cmd.AddValue("rate", "fixed data mode of --manager constant (e.g. OfdmRate6Mbps, "
@@ -224,6 +230,10 @@ main(int argc, char* argv[])
     background.Install(o, net);
     NodeTraces traces(o.smallBytes);
     traces.Install(net.all);
+    if (o.qos)
+    {
+        InstallQosClassifier(net.tapped, net.all, traces.Counters());
+    }
     ChannelErrors errors;
     errors.Install(net.all, o.frameErrorRate, o.errorBurst, traces.Counters());
     InstallTapBridges(o, net);

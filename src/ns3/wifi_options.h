@@ -39,6 +39,7 @@ struct WifiOptions
     double backgroundMbit = 0.0;
     uint32_t backgroundBytes = 1000;
     uint32_t smallBytes = 1200; // "small" packets in the queue statistics (e.g. a 1 KB laser scan)
+    bool qos = false; // 802.11e: QoS MACs (EDCA), frames classified by DSCP (qos_classifier.h)
 
     /// --mode ap: the tapped nodes are stations of an access point inside ns-3.
     bool Infrastructure() const

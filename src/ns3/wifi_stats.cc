@@ -85,7 +85,13 @@ WriteNode(std::ostream& os, const NodeCounters& c)
        << ",\"mac_queue_ahead_mean\":" << Mean(double(c.aheadSum), c.arrivals)
        << ",\"small_arrivals\":" << c.smallArrivals
        << ",\"small_ahead_mean\":" << Mean(double(c.smallAheadSum), c.smallArrivals)
-       << ",\"small_ahead_max\":" << c.smallAheadMax << "}";
+       << ",\"small_ahead_max\":" << c.smallAheadMax;
+    if (c.qos)
+    {
+        os << ",\"ac_enqueued\":{\"BE\":" << c.acEnqueued[0] << ",\"BK\":" << c.acEnqueued[1]
+           << ",\"VI\":" << c.acEnqueued[2] << ",\"VO\":" << c.acEnqueued[3] << "}";
+    }
+    os << "}";
 }
 
 } // namespace

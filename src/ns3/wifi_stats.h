@@ -3,6 +3,7 @@
 // No ns-3 here: the formatting is unit-tested (test/cpp/test_wifi_link.cpp).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -34,6 +35,10 @@ struct NodeCounters
     uint64_t smallArrivals = 0; // total, packets of at most --small-bytes
     uint64_t smallAheadSum = 0;
     uint32_t smallAheadMax = 0;
+    // --qos (qos_classifier.h): frames that entered each access category's MAC queue, in
+    // ns-3's AcIndex order (BE, BK, VI, VO); written as "ac_enqueued" only when qos is set
+    bool qos = false;
+    std::array<uint64_t, 4> acEnqueued{}; // total
 
     /// A queue-length sample (at a lag probe).
     void SampleQueue(uint32_t length);

@@ -63,15 +63,16 @@ BuildNetwork(const WifiOptions& o, WifiNetwork& net)
     {
         net.accessPoint.Create(1);
         Ssid ssid("netloop");
-        net.mac.SetType("ns3::StaWifiMac", "Ssid", SsidValue(ssid), "ActiveProbing", BooleanValue(false));
+        net.mac.SetType("ns3::StaWifiMac", "Ssid", SsidValue(ssid), "ActiveProbing", BooleanValue(false),
+                        "QosSupported", BooleanValue(o.qos));
         net.tapped = net.wifi.Install(net.phy, net.mac, net.stations);
-        net.mac.SetType("ns3::ApWifiMac", "Ssid", SsidValue(ssid));
+        net.mac.SetType("ns3::ApWifiMac", "Ssid", SsidValue(ssid), "QosSupported", BooleanValue(o.qos));
         net.all.Add(net.tapped);
         net.all.Add(net.wifi.Install(net.phy, net.mac, net.accessPoint));
     }
     else
     {
-        net.mac.SetType("ns3::AdhocWifiMac");
+        net.mac.SetType("ns3::AdhocWifiMac", "QosSupported", BooleanValue(o.qos));
         net.tapped = net.wifi.Install(net.phy, net.mac, net.stations);
         net.all.Add(net.tapped);
     }

@@ -28,7 +28,9 @@ struct WifiNetwork
 };
 
 /// Creates the stations (and the access point) with `net.wifi` and `net.phy`, configured
-/// (wifi_channel.h), and places them.
+/// (wifi_channel.h), and places them. --qos: every MAC with QosSupported (EDCA); 802.11n's
+/// always are (ns-3's WifiMacHelper forces it for HT), so there --qos only adds the
+/// classification (qos_classifier.h).
 void BuildNetwork(const WifiOptions& o, WifiNetwork& net);
 
 /// A TapBridge from each station to its tap, in ConfigureLocal mode: the tap takes the

@@ -254,6 +254,14 @@ SCHEMAS["ns3_wifi"] = Map({
                            doc="offered rate of each background pair, Mbit/s of frame payload"),
     "background_bytes": Int(default=1000, ge=1, le=2304,
                             doc="payload bytes of a background frame"),
+    "qos": Bool(default=False,
+                doc="802.11e QoS: every station's MAC has the four EDCA access categories (ns-3's "
+                    "default parameters for the standard: for 802.11a VO AIFSN 2 / CW 3-7, VI 2 / "
+                    "7-15, BE 3 / 15-1023, BK 7 / 15-1023) and each frame from a host goes to the "
+                    "one Linux's mac80211 picks from its DSCP (RFC 8325: EF, VA -> UP 6 -> VO; "
+                    "CS6, CS7 -> VO; unmarked -> BE); false: one DCF queue (AIFSN 2, i.e. DIFS), "
+                    "except on 802.11n, whose MACs are QoS in ns-3 anyway and then send every "
+                    "frame as best effort"),
     "retry_limit": Int(default=7, ge=1, le=255,
                        doc="802.11 retry limit: transmissions of a data frame before the MAC "
                            "drops it (ns-3 MaxSsrc/MaxSlrc)"),
