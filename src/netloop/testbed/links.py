@@ -533,7 +533,7 @@ class Ns3WifiLink(TapLink):
             f"--stats-interval={p['stats_interval_s']}", f"--probe-ms={p['probe_interval_ms']}",
             f"--lag-bound={p['lag_bound_ms']}",
             f"--frame-error-rate={p['frame_error_rate']}", f"--error-burst={p['error_burst']}",
-            f"--retry-limit={p['retry_limit']}",
+            f"--retry-limit={p['retry_limit']}", f"--qos={'true' if p['qos'] else 'false'}",
         ] + ([f"--background-pairs={p['background_pairs']}", f"--background-mbit={p['background_mbit']}",
               f"--background-bytes={p['background_bytes']}"] if p["background_pairs"] else [])
 
