@@ -38,13 +38,24 @@ class ControlLaw:
     Kd: float = 0.0
     reference: float = 1.0
     T: float = 0.02
+    schedule: tuple = ()      # (k, level): from sample k the reference is level (netloop.reference)
+
+    def reference_at(self, k: int) -> float:
+        """r(k): the schedule's level at sample k, else the constant reference."""
+        r = self.reference
+        for step, level in self.schedule:
+            if step > k:
+                break
+            r = level
+        return r
 
     def sequence(self):
         """A generator: send y(k), receive u(k)."""
-        integral, e_prev, u = 0.0, None, None
+        integral, e_prev, u, k = 0.0, None, None, 0
         while True:
             y = yield u
-            e = self.reference - y
+            e = self.reference_at(k) - y
+            k += 1
             integral += e * self.T
             derivative = 0.0 if e_prev is None else (e - e_prev) / self.T
             e_prev = e
@@ -52,8 +63,18 @@ class ControlLaw:
 
 
 def law_from_config(loop: dict) -> ControlLaw:
+    """The control law of an experiment's ``loop`` mapping; its reference schedule is the
+    run's (``reference_schedule``, attached by :func:`analysis.repeated_steps.attach_schedule`)
+    when it has one."""
     ctl, plant = loop["controller"], loop["plant"]
-    return ControlLaw(ctl["K"], ctl["Ki"], ctl["Kd"], ctl["reference"], plant["period"])
+    schedule = tuple((int(k), float(v)) for k, v in loop.get("reference_schedule") or ())
+    return ControlLaw(ctl["K"], ctl["Ki"], ctl["Kd"], ctl["reference"], plant["period"], schedule)
+
+
+def reference_series(loop: dict, samples: int) -> np.ndarray:
+    """r(k) for k = 0 .. samples - 1 of an experiment's ``loop`` mapping."""
+    law = law_from_config(loop)
+    return np.array([law.reference_at(k) for k in range(samples)])
 
 
 @dataclass

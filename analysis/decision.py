@@ -272,6 +272,11 @@ def teleop_section(runs: list[RunAnalysis], descriptions: dict[str, str]) -> Sec
 
 # -- what each transport is -----------------------------------------------------------------------
 
+def describe(section: Section, descriptions: dict[str, str], transports: list[str]) -> Section:
+    """``section`` with the list of what each of ``transports`` is, where described."""
+    return _describe(section, descriptions, transports)
+
+
 def _describe(section: Section, descriptions: dict[str, str], transports: list[str]) -> Section:
     items = [f"**{t}**: {descriptions[t]}" for t in dict.fromkeys(transports) if descriptions.get(t)]
     if items:

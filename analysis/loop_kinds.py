@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import decision, loop_sections
+from . import decision, loop_sections, repeated_steps, step_report
 from .loop_run import analyse_loop_run, load_loop_run, transport_of
 from .prediction import analyse_prediction
 from .rendering import Section
@@ -94,13 +94,24 @@ class RlcAnalysis(NoLoopAnalysis):
         return [a for a in runs if a.ok and a.status == "complete"]
 
     def summary(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[str]:
-        return loop_sections.summary(self.usable(runs), ctx.study)
+        good = self.usable(runs)
+        if repeated_steps.has_steps(good):   # a square wave: the steps' ranking is the headline
+            return step_report.summary(good) + loop_sections.summary(good, ctx.study, ranking=False)
+        return loop_sections.summary(good, ctx.study)
 
     def decision(self, runs: list[RunAnalysis], ctx: ReportContext) -> Section | None:
-        return decision.loop_section(ctx.study, ctx.descriptions) if self.usable(runs) else None
+        good = self.usable(runs)
+        if repeated_steps.has_steps(good):
+            return decision.describe(step_report.decision(good, ctx.study.swept), ctx.descriptions,
+                                     [a.transport for a in good])
+        return decision.loop_section(ctx.study, ctx.descriptions) if good else None
 
     def section(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[Section]:
-        return loop_sections.sections(self.usable(runs), ctx.study, ctx.fig_dir)
+        good = self.usable(runs)
+        out = loop_sections.sections(good, ctx.study, ctx.fig_dir)
+        if repeated_steps.has_steps(good):
+            out.insert(0, step_report.section(ctx.study.order(good), ctx.fig_dir))
+        return out
 
 
 class TeleopAnalysis(NoLoopAnalysis):

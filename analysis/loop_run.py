@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..rundir import MetadataError, RunDir, status_problem
-from . import baseline, clocks, metrics, outages
+from . import baseline, clocks, metrics, outages, repeated_steps
 from .records import Events, RecordError, read_events
 from .results import DirectionStats, LoopRunResult
 
@@ -72,6 +72,7 @@ def load_loop_run(run_dir: str | Path, meta: dict[str, Any] | None = None, robot
         run.meta, run.problems = read_run_metadata(run.run_dir)
     else:
         run.meta = meta
+    run.meta = repeated_steps.attach_schedule(run.meta, run.run_dir)   # a square wave's steps, for the baseline
     for name in ("plant", "controller"):
         record = f"{name}_{robot}" if robot else name
         try:
@@ -133,11 +134,11 @@ def analyse_loop_run(run: LoopRun) -> LoopRunResult:
     t = (y_tx.stamp_ns - y_tx.stamp_ns[0]) / 1e9
     y = y_tx.value
     base = baseline.local_baseline(loop, samples=len(y))
-    r = loop["controller"]["reference"]
+    r = baseline.reference_series(loop, len(y))
     rtt = (u_arrived.recv_ns - u_arrived.answer_stamp_ns) / 1e9
     step, base_step = metrics.step_metrics(t, y), metrics.step_metrics(base.t, base.y)
     tracking, base_tracking = metrics.integral_errors(r - y, T), metrics.integral_errors(r - base.y, T)
-    out.ok, out.samples, out.period_s, out.reference = True, len(y), T, r
+    out.ok, out.samples, out.period_s, out.reference = True, len(y), T, loop["controller"]["reference"]
     out.t, out.y, out.baseline_y = t.tolist(), y.tolist(), base.y.tolist()
     out.step, out.baseline_step = step, base_step
     out.tracking, out.baseline_tracking = tracking, base_tracking
@@ -156,5 +157,26 @@ def analyse_loop_run(run: LoopRun) -> LoopRunResult:
     out.delta_IAE = tracking["IAE"] - base_tracking["IAE"]
     out.delta_overshoot_pp = step["Overshoot"] - base_step["Overshoot"]
     out.delta_settling_s = step["SettlingTime"] - base_step["SettlingTime"]
-    out.unstable = bool(not step["settled"] or not math.isfinite(step["Overshoot"]) or np.max(np.abs(y)) > 10 * abs(r))
+    out.unstable = bool(not step["settled"] or not math.isfinite(step["Overshoot"])
+                        or np.max(np.abs(y)) > 10 * max(np.max(np.abs(r)), 1e-9))
+    out.steps = repeated_steps.run_steps(t, y, base.y, loop, T)
+    if out.steps:
+        out.delay_trace = delay_trace(run, y_tx, u_arrived)
+        out.unstable = repeated_steps.run_verdict(y, out.steps, float(np.max(np.abs(r)))) == "unstable"
+        out.delta_overshoot_pp = float(np.nanmedian([s["delta_overshoot_pp"] for s in out.steps]))
     return out
+
+
+def delay_trace(run: LoopRun, y_tx: Events, u_arrived: Events) -> dict[str, Any]:
+    """Per sample (s after the first): the loop's round trip (sample -> its u at the plant)
+    [ms], and each perturbing flow's send times (its tx record), for the delay timeline."""
+    t0 = y_tx.stamp_ns[0]
+    trace = {"sample_s": ((u_arrived.answer_stamp_ns - t0) / 1e9).tolist(),
+             "rtt_ms": ((u_arrived.recv_ns - u_arrived.answer_stamp_ns) / 1e6).tolist(), "flows": {}}
+    for path in sorted((run.run_dir / "records").glob("flow_*_tx.csv")):
+        try:
+            sent = read_events(path).stamp_ns
+        except RecordError:
+            continue
+        trace["flows"][path.name[len("flow_"):-len("_tx.csv")]] = ((sent - t0) / 1e9).tolist()
+    return trace

@@ -65,12 +65,13 @@ def pm(s: dict, digits: int = 2) -> str:
 
 # -- summary ---------------------------------------------------------------------------------
 
-def summary(good: list[RunAnalysis], study: LoopStudy) -> list[str]:
-    """The summary sentences about the loop: which transport kept it closest to local, and
-    whether the measured delays explain the runs."""
+def summary(good: list[RunAnalysis], study: LoopStudy, ranking: bool = True) -> list[str]:
+    """The summary sentences about the loop: which transport kept it closest to local (not
+    with ``ranking`` false: repeated steps rank instead), and whether the measured delays
+    explain the runs."""
     if not good:
         return []
-    out = degradation.summary_sentences(study.groups, study.points)
+    out = degradation.summary_sentences(study.groups, study.points) if ranking else []
     preds = predictions(good)
     if not preds:
         return out
@@ -148,6 +149,10 @@ def step_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Se
                          + (_faults_caption(runs[0].fault_kinds or ["outage"]) if runs[0].outage_windows_s else "")
                          + ".")
         b = runs[0]
+        if b.steps:   # a square wave: the whole run is no one step; the steps are under Repeated steps
+            section.p(f"Local baseline (python-control, ZOH at T = {b.period_s * 1e3:.0f} ms, zero delay) "
+                      "following the same square wave; each step's metrics are under Repeated steps.")
+            continue
         section.p(f"Local baseline (python-control, ZOH at T = {b.period_s * 1e3:.0f} ms, zero delay): "
                   f"overshoot {sig(b.baseline_step['Overshoot'])} %, settling time "
                   f"{sig(b.baseline_step['SettlingTime'])} s, rise time {sig(b.baseline_step['RiseTime'])} s, "

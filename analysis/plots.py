@@ -450,3 +450,39 @@ def bandwidth_curves(curves: dict[Curve | str, list[tuple[float, float]]], path:
               [capacity_mbit or 0.0])
     ax.set_ylim(0, 1.1 * top if top > 0 else 1.0)
     return _save_curves(fig, ax, path, "message size [bytes]", "delivered bandwidth [Mbit/s]", title)
+
+
+def delay_timeline(traces: list[tuple[str, dict]], path: Path, title: str = "Where the loop waited",
+                   span_s: float = 4.0) -> Path:
+    """The loop's round trip (sample → its actuation at the plant) [ms] against the time of
+    the sample, the first ``span_s`` seconds (where single bursts can be told apart), one panel
+    per transport (``traces``: (transport, run's delay_trace)); each perturbing flow's send
+    times as vertical ticks at the bottom, the reference's steps as dotted lines."""
+    fig, axes = plt.subplots(len(traces), 1, figsize=(7.5, 1.2 + 1.25 * len(traces)), dpi=110, sharex=True,
+                             squeeze=False)
+    flow_colors = ["0.35", "tab:red", "tab:purple", "tab:brown"]
+    for ax, (transport, trace) in zip(axes[:, 0], traces):
+        rtt = np.asarray(trace.get("rtt_ms") or [], float)
+        t = np.asarray(trace.get("sample_s") or [], float)
+        shown = t <= span_s
+        rtt, t = rtt[shown], t[shown]
+        ax.plot(t, rtt, ".", ms=2.2, color=transport_color(transport), label=f"{transport}: RTT per sample")
+        top = float(np.nanpercentile(rtt, 99.5)) * 1.15 if rtt.size else 1.0
+        for i, (flow, sends) in enumerate(sorted((trace.get("flows") or {}).items())):
+            s = np.asarray(sends, float)
+            s = s[(s >= 0) & (s <= (t.max() if t.size else 0))]
+            ax.vlines(s, 0, 0.12 * top, color=flow_colors[i % len(flow_colors)], lw=0.9,
+                      label=f"flow {flow}: message sent")
+        for step in trace.get("steps_s") or []:
+            if step <= span_s:
+                ax.axvline(step, color="0.55", lw=0.7, ls=":")
+        ax.set_ylim(0, top)
+        ax.set_ylabel("RTT [ms]")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper right", fontsize=6.5, ncol=2)
+    axes[0, 0].set_title(title)
+    axes[-1, 0].set_xlabel("time since the first sample [s] (dotted: the reference's steps)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -37,7 +37,7 @@ from typing import Any
 
 from ..jsonio import write_json_atomic
 from ..rundir import RunDir, invalid_attempts
-from . import clocks, decision, degradation, flow_sections, outages, prediction, ros2_section
+from . import clocks, decision, degradation, flow_sections, outages, prediction, ros2_section, step_report
 from .flow_run import analyse_flow_receivers, recorded_flows
 from .loop_kinds import KINDS, ReportContext, analysis_for, loop_type_of
 from .loop_run import read_run_metadata
@@ -205,6 +205,9 @@ def write_report_document(path: Path) -> Document:
     write_tables(path, loop_runs, study)
     points = {p.run_id: p for p in study.points}
     write_json_atomic(path / "analysis.json", [a.to_json(points.get(a.run_id)) for a in analyses])
+    stepped = [a for a in analyses if a.ok and a.status == "complete" and a.loop.steps]
+    if stepped:   # a square wave: the campaign's verdict (each run's steps are in analysis.json)
+        write_json_atomic(path / "repeated_steps.json", step_report.verdict_json(stepped))
 
     doc = Document(f"netloop report: {path.name}", base=path)
     meta = next((a.meta for a in analyses if a.meta), {})

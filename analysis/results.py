@@ -114,6 +114,8 @@ class LoopRunResult(Result):
     delta_overshoot_pp: float | None = optional()
     delta_settling_s: float | None = optional()
     unstable: bool | None = optional()
+    steps: list[dict[str, Any]] = field(default_factory=list)   # square wave: each step's metrics (repeated_steps)
+    delay_trace: dict[str, Any] = series(dict)   # square wave: RTT per sample, flows' send times (step_report)
 
 
 @dataclass

@@ -51,12 +51,26 @@ def _transport_record(name: str) -> dict[str, Any]:
         return {"name": name}
 
 
+def _with_schedule(run_dir: Path, cfg: dict) -> dict:
+    """The run's loop mapping; with a square wave, its schedule attached (as the analysis
+    attaches it) and written to records/reference.json as the run writes it."""
+    from .. import reference  # noqa: PLC0415
+
+    loop = cfg["loop"]
+    if not ((loop["controller"].get("square_wave") or {}).get("count")):
+        return loop
+    schedule = reference.loop_schedule(loop, int(cfg.get("repetition") or 0))
+    (run_dir / "records" / reference.RECORD_NAME).write_text(
+        json.dumps({"schedule": [[k, v] for k, v in schedule]}), encoding="utf-8")
+    return dict(loop, reference_schedule=[[k, v] for k, v in schedule])
+
+
 def write_run(run_dir: str | Path, cfg: dict, y_delays, u_delays, sample_times=None, controller_s: float = 0.0,
               status: str = "complete", t0_ns: int = T0_NS) -> SyntheticRun:
     """One run directory for the experiment ``cfg`` (validated, one transport, with ``cell``)."""
     run_dir = Path(run_dir)
     (run_dir / "records").mkdir(parents=True, exist_ok=True)
-    loop = cfg["loop"]
+    loop = _with_schedule(run_dir, cfg)
     y_delays, u_delays = np.asarray(y_delays, float), np.asarray(u_delays, float)
     n = len(y_delays)
     times = np.arange(n) * loop["plant"]["period"] if sample_times is None else np.asarray(sample_times, float)

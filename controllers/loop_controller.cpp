@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "netloop/event_log.h"
+#include "netloop/reference_schedule.h"
 #include "netloop/loop_node.h"
 #include "netloop/receive_stats.h"
 #include "netloop/ros2/endpoint.h"
@@ -33,9 +34,9 @@ struct PidGains {
 
 class LoopController {
  public:
-  LoopController(const PidGains& g, double reference, uint32_t padding, ros2::TopicPublisher<LoopSample> pub,
-                 const std::string& path)
-      : g_(g), r_(reference), padding_(padding), pub_(std::move(pub)), log_(path) {}
+  LoopController(const PidGains& g, ReferenceSchedule reference, uint32_t padding,
+                 ros2::TopicPublisher<LoopSample> pub, const std::string& path)
+      : g_(g), r_(std::move(reference)), padding_(padding), pub_(std::move(pub)), log_(path) {}
 
   const SeqTracker& sampleSeqs() const { return y_seqs_; }
 
@@ -43,7 +44,7 @@ class LoopController {
     const ros::WallTime received = ros::WallTime::now();
     y_seqs_.add(y->seq);
     logSample(log_, "rx", "y", *y, toNs(received));
-    const double e = r_ - y->value;
+    const double e = r_.at(y->seq) - y->value;  // the reference of the sample's own index
     integral_ += e * g_.T;
     const double derivative = have_prev_ ? (e - e_prev_) / g_.T : 0.0;
     e_prev_ = e;
@@ -56,7 +57,7 @@ class LoopController {
 
  private:
   PidGains g_;
-  double r_;
+  ReferenceSchedule r_;  // r per sensor sample (rlc/reference_steps: a square wave)
   uint32_t padding_;
   ros2::TopicPublisher<LoopSample> pub_;
   EventLog log_;
@@ -71,7 +72,7 @@ int run() {
   ros::NodeHandle pnh("~");
   PidGains gains{requireNumber(nh, "rlc/K", 1.0, Bound::Any), requireNumber(nh, "rlc/Ki", 0.0, Bound::Any),
                  requireNumber(nh, "rlc/Kd", 0.0, Bound::Any), requireNumber(nh, "rlc/period", 0.02, Bound::Positive)};
-  const double reference = requireNumber(nh, "rlc/reference", 1.0, Bound::Any);
+  const ReferenceSchedule reference = readReferenceSchedule(nh);
   const uint32_t padding = static_cast<uint32_t>(requireNumber(pnh, "padding_bytes", 0, Bound::NonNegative));
   const Transport transport = requireTransport(pnh, "tcp_nodelay");
   const QueueDepths queues = requireQueueDepths(pnh, 10);
@@ -82,8 +83,8 @@ int run() {
   const ros2::TopicSubscriber sub =
       endpoints.subscriber("y", queues.subscriber, &LoopController::onSample, &controller, transportHints(transport));
   endpoints.ready();
-  ROS_INFO("loop_controller: K=%g Ki=%g Kd=%g r=%g V, y over %s, queues %u (u) / %u (y)", gains.K, gains.Ki,
-           gains.Kd, reference, endpoints.describe(transportName(transport)).c_str(), queues.publisher,
+  ROS_INFO("loop_controller: K=%g Ki=%g Kd=%g r=%g V (%zu reference steps), y over %s, queues %u (u) / %u (y)",
+           gains.K, gains.Ki, gains.Kd, reference.first(), reference.size(), endpoints.describe(transportName(transport)).c_str(), queues.publisher,
            queues.subscriber);
   ros::spin();
   const WireCounts wire = sub.wireCounts();

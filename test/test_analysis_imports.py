@@ -20,6 +20,7 @@ ALLOWED = {
     "netloop.schema": "the typed configuration's nodes and errors",
     "netloop.schema_nodes": "the typed configuration's nodes and errors",
     "netloop.model": "the experiment file's typed model (data)",
+    "netloop.reference": "the loop's reference schedule: arithmetic over the experiment's square_wave keys",
     "netloop.ros2.qos": "ROS 2's QoS profiles by name (data of the experiment model)",
     "netloop.clocksync": "offset_at: arithmetic over the clock exchanges a run recorded",
     "netloop.msg": "generated ROS message classes (the live plot subscribes to the loop's samples)",

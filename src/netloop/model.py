@@ -60,12 +60,32 @@ class Plant:
                                           max_len=2))
 
 
+@section("a square-wave reference: repeated steps between 'low' and the controller's 'reference' (count 0: "
+         "off, one step at the first sample); each step's sample index is in the run's "
+         "records/reference.json (netloop.reference)")
+class SquareWave:
+    period: float = key(Num(1.0, "seconds of one period: a step up, then half a period later a step down",
+                            gt=0, le=3600))
+    count: int = key(Int(0, "periods per run (2 x count steps); 0 = off: the single step of 'reference' from "
+                            "the first sample", ge=0, le=100_000))
+    low: float = key(Num(0.0, "the low level [V]: before the first step and after every step down"))
+    random_phase: bool = key(Bool(True, "each step later than its nominal time (k x period / 2) by a random "
+                                        "0 to period / 8, drawn per run from (seed, repetition), so the steps "
+                                        "do not lock to a periodic perturbing flow (make period / 8 longer "
+                                        "than the flow's period); false: steps exactly on "
+                                        "k x period / 2, the first at the first sample"))
+    seed: int = key(Int(1, "seed of the random phases (with the run's repetition: the same steps for every "
+                           "transport of a repetition)", ge=0, le=2**31 - 1))
+
+
 @section("the controller u = K e + Ki T sum(e) + Kd (e - e_prev) / T, e = reference - y")
 class Controller:
     K: float = key(Num(1.0, "proportional gain"))
     Ki: float = key(Num(0.0, "integral gain [1/s]"))
     Kd: float = key(Num(0.0, "derivative gain [s]"))
-    reference: float = key(Num(1.0, "reference step r [V], applied from the first sample"))
+    reference: float = key(Num(1.0, "reference step r [V], applied from the first sample (with square_wave: "
+                                    "the high level)"))
+    square_wave: SquareWave = key(SquareWave.schema)
 
 
 @section("which host runs which part of the loop")

@@ -399,7 +399,7 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
             phases.mark("nodes_started")
             finite, connections, late = _start_flows(hosts, exp, transport, run_dir)
             late.sort(key=lambda item: item[0])
-            loop = kind.start(LoopStart(hosts, exp, transport, run_dir))
+            loop = kind.start(LoopStart(hosts, exp, transport, run_dir, spec.repetition))
             # the processes whose end ends the run (the plant(s), the teleop trial)
             endings = [p for p in (loop.ending if isinstance(loop.ending, list) else [loop.ending]) if p is not None]
             connections += [(topic, pub, sub) for topic, (pub, sub) in loop.connections.items()]

@@ -33,6 +33,7 @@ class LoopStart:
     experiment: "Experiment"
     transport: "Transport"
     run_dir: Path
+    repetition: int = 0          # the run's repetition (seeds a square-wave reference's phases)
 
 
 @dataclass

@@ -12,10 +12,14 @@ the run ends when every plant has ended.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import paths
+from .. import paths, reference
+from ..jsonio import write_json_atomic
 from ..model import LOOP_SAMPLE_BYTES   # netloop/LoopSample's size without padding (a test holds it to the message)
 from ..transports.base import CrossingTopic
 from .base import LoopKind, LoopStart, StartedLoop
@@ -68,12 +72,31 @@ def loop_message_bytes(loop: "Loop") -> int:
     return LOOP_SAMPLE_BYTES + loop.padding_bytes
 
 
-def rlc_parameters(loop: "Loop") -> dict[str, Any]:
-    """The shared loop parameters (``/rlc/*``) both nodes read."""
+def rlc_parameters(loop: "Loop", schedule: list[tuple[int, float]] | None = None) -> dict[str, Any]:
+    """The shared loop parameters (``/rlc/*``) both nodes read; with a ``schedule``
+    (netloop.reference) the controller's reference steps (sample index, level)."""
     plant, ctl = loop.plant, loop.controller
-    return {"R": plant.R, "L": plant.L, "C": plant.C, "period": plant.period,
-            "initial_state": list(plant.initial_state), "K": ctl.K, "Ki": ctl.Ki, "Kd": ctl.Kd,
-            "reference": ctl.reference}
+    out = {"R": plant.R, "L": plant.L, "C": plant.C, "period": plant.period,
+           "initial_state": list(plant.initial_state), "K": ctl.K, "Ki": ctl.Ki, "Kd": ctl.Kd,
+           "reference": ctl.reference}
+    if schedule and len(schedule) > 1:
+        out.update(reference_steps=[k for k, _ in schedule], reference_levels=[v for _, v in schedule])
+    return out
+
+
+def run_schedule(loop: "Loop", repetition: int) -> list[tuple[int, float]]:
+    """The run's reference schedule (netloop.reference.square_wave_schedule)."""
+    ctl = loop.controller
+    return reference.square_wave_schedule(dataclasses.asdict(ctl.square_wave), ctl.reference, loop.plant.period,
+                                          repetition)
+
+
+def write_schedule(run_dir: Path, loop: "Loop", repetition: int, schedule: list[tuple[int, float]]) -> None:
+    """records/reference.json: the steps the controller follows, for the analysis."""
+    wave = dataclasses.asdict(loop.controller.square_wave)
+    write_json_atomic(run_dir / "records" / reference.RECORD_NAME,
+                      {"square_wave": wave, "repetition": repetition, "period": loop.plant.period,
+                       "schedule": [[k, v] for k, v in schedule]})
 
 
 class RlcLoop(LoopKind):
@@ -106,6 +129,15 @@ class RlcLoop(LoopKind):
             if exp.loop.placement.controller in robots:
                 found.add("loop.placement.controller", f"with per_robot the controllers must be on a host that is "
                                                        f"not a robot ({', '.join(robots)}), e.g. operator")
+        wave = exp.loop.controller.square_wave
+        if wave.count:
+            needed = math.ceil(reference.seconds_needed(dataclasses.asdict(wave)) / exp.loop.plant.period)
+            if exp.loop.samples < needed:
+                found.add("loop.samples", f"{exp.loop.samples} samples are too few for square_wave's {wave.count} "
+                                          f"periods of {wave.period:g} s: at least {needed}")
+            if wave.period / 2 < 5 * exp.loop.plant.period:
+                found.add("loop.controller.square_wave.period", f"{wave.period:g} s leaves fewer than 5 samples "
+                                                                f"per step; at least {10 * exp.loop.plant.period:g}")
         found.raise_if_any()
 
     def run_seconds(self, exp: "Experiment") -> float:
@@ -115,13 +147,21 @@ class RlcLoop(LoopKind):
         loop = exp.loop
         loop.samples = min(loop.samples, max(10, int(2.0 / loop.plant.period)))
         loop.warmup = min(loop.warmup, 1.0)
+        wave = loop.controller.square_wave
+        if wave.count:   # as many periods as 2 s hold, at least one
+            wave.count = max(1, min(wave.count, int((loop.samples * loop.plant.period - wave.period / 8) // wave.period)))
+            loop.samples = max(loop.samples, math.ceil(reference.seconds_needed(dataclasses.asdict(wave))
+                                                       / loop.plant.period))
 
     def start(self, ctx: LoopStart) -> StartedLoop:
         loop, run_dir, transport = ctx.experiment.loop, ctx.run_dir, ctx.transport
         size = loop_message_bytes(loop)
         queues = {"publisher_queue_size": loop.publisher_queue_size,
                   "subscriber_queue_size": loop.subscriber_queue_size, "padding_bytes": loop.padding_bytes}
-        ctx.hosts.set_params(rlc_parameters(loop), "/rlc")
+        schedule = run_schedule(loop, ctx.repetition)
+        if loop.controller.square_wave.count:
+            write_schedule(run_dir, loop, ctx.repetition, schedule)
+        ctx.hosts.set_params(rlc_parameters(loop, schedule), "/rlc")
         plants, connections = [], {}
         for one in loop_instances(ctx.experiment):
             remap = [f"y:={one.topic('y')}", f"u:={one.topic('u')}"] if one.robot else []

@@ -1,0 +1,81 @@
+"""The report's parts for loops with repeated steps (``loop.controller.square_wave``): the
+decision table ranked by each step's IAE(y − baseline) with bootstrap intervals, the summary
+headline, the per-step section and the delay timeline (:func:`plots.delay_timeline`).
+The numbers come from :mod:`repeated_steps`; single-step runs never reach this module."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import degradation, plots, repeated_steps
+from .rendering import Section
+from .results import RunAnalysis
+
+RULES = ("Each step of every repetition is one sample; the interval is a 95 % percentile bootstrap of the "
+         "median (2000 resamples, seeded). A difference is **clear** only when two transports' intervals do "
+         "not overlap; otherwise it is **not a clear difference**. 'clearly better than' lists the transports "
+         "whose interval lies wholly above this one's.")
+
+
+def ranked_by_setting(runs: list[RunAnalysis]) -> dict[str, list[repeated_steps.RankedSteps]]:
+    """Per sweep setting, the transports ranked by their steps' median IAE."""
+    groups = repeated_steps.transport_steps(runs, degradation.setting_of)
+    settings = list(dict.fromkeys(g.setting for g in groups))
+    return {s: repeated_steps.rank_steps([g for g in groups if g.setting == s]) for s in settings}
+
+
+def summary(runs: list[RunAnalysis]) -> list[str]:
+    """The summary's headline: one sentence per setting."""
+    out = []
+    for setting, ranked in ranked_by_setting(runs).items():
+        where = "" if setting == degradation.NO_SWEEP else f"With {setting}: "
+        out.append(where + repeated_steps.headline(ranked))
+    return out
+
+
+def decision(runs: list[RunAnalysis], swept: bool) -> Section:
+    """The decision table of repeated steps (replaces the single-step IAE table)."""
+    section = Section("Decision table")
+    section.p("Which transport keeps the loop closest to the local one, step by step: each step of the square "
+              "wave compared with the local baseline's step of the same direction (IAE(y − baseline) over the "
+              "step), its overshoot and 2 % settling time; medians over all steps with their intervals. " + RULES)
+    for setting, ranked in ranked_by_setting(runs).items():
+        if swept:
+            section.h(3, setting)
+        section.table(repeated_steps.HEADER, repeated_steps.table_rows(ranked))
+    return section
+
+
+def verdict_json(runs: list[RunAnalysis]) -> list[dict[str, Any]]:
+    """Every setting's ranking as JSON rows (the campaign's repeated_steps.json)."""
+    return [row for ranked in ranked_by_setting(runs).values() for row in repeated_steps.to_json(ranked)]
+
+
+def section(runs: list[RunAnalysis], fig_dir: Path) -> Section:
+    """Repeated steps: the steps per direction and the delay timeline of one run per transport."""
+    out = Section("Repeated steps")
+    rows = []
+    for ranked in ranked_by_setting(runs).values():
+        for r in ranked:
+            for direction in ("up", "down"):
+                steps = [s for s in r.group.steps if s["direction"] == direction]
+                g = repeated_steps.TransportSteps(r.group.transport, r.group.setting, steps)
+                rows.append([r.group.transport, direction, len(steps)] +
+                            [f"{g.median(m):.3g} [{repeated_steps._ci(g.interval(m))}]" if g.values(m) else "–"
+                             for m in ("iae_mVs", "delta_overshoot_pp", "delta_settling_s")])
+    out.p("Per direction of the step: median [95 % bootstrap interval] of IAE(y − baseline) [mV·s], and of the "
+          "overshoot and settling time against the baseline's step (Δ, pp and s).")
+    out.table(["transport", "step", "steps", "IAE(y − baseline) [mV·s]", "Δovershoot [pp]", "Δsettling [s]"], rows)
+    traces = []
+    for a in runs:
+        if a.loop is not None and a.loop.delay_trace and a.transport not in {t for t, _ in traces}:
+            trace = dict(a.loop.delay_trace, steps_s=[s["t_s"] for s in a.loop.steps])
+            traces.append((a.transport, trace))
+    if traces:
+        path = plots.delay_timeline(traces, fig_dir / "loop_delay_timeline.png")
+        out.fig(path, "The loop's round trip per sample against time (the first 4 s), the first run of each "
+                      "transport; ticks at "
+                      "the bottom: the perturbing flow's messages leaving their sender; dotted: the reference's "
+                      "steps. Where a tick is followed by a column of long round trips, the loop waited behind "
+                      "that message.")
+    return out
