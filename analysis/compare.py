@@ -15,7 +15,7 @@ import dataclasses
 import math
 from pathlib import Path
 
-from . import degradation, plots
+from . import degradation, plots, step_report
 from .loop_sections import slug
 from .rendering import Document, Section
 from .report import analyse_run, find_run_dirs
@@ -120,6 +120,8 @@ def compare(a_dir: Path, b_dir: Path, out: Path = Path("."), labels: tuple[str, 
         csv_rows += [[setting] + r for r in rows]
     write_csv(out / "compare.csv", ["setting"] + header, csv_rows)
 
+    doc.add(step_report.compare_section([a for a in A.loop_runs if a.ok and a.status == "complete"],
+                                        [b for b in B.loop_runs if b.ok and b.status == "complete"], (A.label, B.label)))
     if both:
         overlays = Section("Step responses, A (solid) vs B (dashed)")
         by_setting: dict[str, list[tuple[str, str]]] = {}

@@ -79,3 +79,27 @@ def section(runs: list[RunAnalysis], fig_dir: Path) -> Section:
                       "steps. Where a tick is followed by a column of long round trips, the loop waited behind "
                       "that message.")
     return out
+
+
+def compare_section(a_runs: list[RunAnalysis], b_runs: list[RunAnalysis], labels: tuple[str, str]) -> Section | None:
+    """``netloop compare``: per transport (and setting) found in both campaigns with repeated
+    steps, A's and B's median IAE per step with their intervals, and whether B − A is clear."""
+    ga = {(g.setting, g.transport): g for g in repeated_steps.transport_steps(a_runs, degradation.setting_of)}
+    gb = {(g.setting, g.transport): g for g in repeated_steps.transport_steps(b_runs, degradation.setting_of)}
+    both = [k for k in ga if k in gb]
+    if not both:
+        return None
+    rows = []
+    for k in both:
+        a, b = ga[k], gb[k]
+        ca, cb = a.interval(), b.interval()
+        clear = repeated_steps.clear_difference(ca, cb)
+        rows.append([k[1] + ("" if k[0] == degradation.NO_SWEEP else f", {k[0]}"),
+                     f"{a.median():.3g} [{repeated_steps._ci(ca)}] ({len(a.steps)})",
+                     f"{b.median():.3g} [{repeated_steps._ci(cb)}] ({len(b.steps)})", f"{b.median() - a.median():+.3g}",
+                     ("B clearly " + ("worse" if b.median() > a.median() else "better")) if clear
+                     else repeated_steps.SAME])
+    return (Section("Repeated steps, A vs B")
+            .p(f"IAE(y − baseline) per step [mV·s]: median [95 % bootstrap interval] (steps), A = `{labels[0]}`, "
+               f"B = `{labels[1]}`; clear only when the intervals do not overlap.")
+            .table(["transport", "A", "B", "Δ = B − A", "verdict"], rows))

@@ -105,6 +105,16 @@ def test_equal_inputs_are_not_a_clear_difference(tmp_path):
     assert b.verdict == repeated_steps.SAME and not a.clearly_better_than and not b.clearly_better_than
 
 
+def test_compare_says_which_differences_are_clear(tmp_path):
+    from netloop.analysis.compare import compare  # noqa: PLC0415
+    a, _, _ = campaign(tmp_path / "a", {"udp": 0.030})
+    b, _, _ = campaign(tmp_path / "b", {})
+    text = compare(a, b, tmp_path / "out", labels=("slow udp", "fast udp")).markdown()
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| tcp") or
+            line.startswith("| udp")}
+    assert "B clearly better" in rows["udp"] and repeated_steps.SAME in rows["tcp"]
+
+
 def test_the_baseline_follows_the_same_square_wave(tmp_path):
     """Zero delay: every step matches the local baseline's to rounding."""
     out = synthetic.write_campaign(tmp_path / "z", doc(["tcp"], repetitions=1),
