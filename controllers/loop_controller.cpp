@@ -8,7 +8,8 @@
 // Parameters (shared loop config): rlc/K, rlc/Ki, rlc/Kd, rlc/reference [V], rlc/period [s].
 // Private: ~transport (tcp | tcp_nodelay | udp, for the y subscription), ~padding_bytes,
 //   ~record_path (CSV event log, empty = none), ~publisher_queue_size (u),
-//   ~subscriber_queue_size (y) [messages, default 10].
+//   ~subscriber_queue_size (y) [messages, default 10], ~dscp (none | 0..63 | EF, CS6, ...: marks the
+//   node's IP sockets, include/netloop/socket_marking.h).
 // ROS 2: with ~middleware (cyclonedds | fastdds | zenoh) y and u go over that middleware
 //   instead of roscpp, with ~middleware_config, ~domain_id, ~qos_*, ~status_path (see
 //   include/netloop/ros2/endpoint.h); ~transport does not apply then.
@@ -22,6 +23,7 @@
 #include "netloop/reference_schedule.h"
 #include "netloop/loop_node.h"
 #include "netloop/receive_stats.h"
+#include "netloop/socket_marking.h"
 #include "netloop/ros2/endpoint.h"
 #include "netloop/transport.h"
 
@@ -77,6 +79,7 @@ int run() {
   const Transport transport = requireTransport(pnh, "tcp_nodelay");
   const QueueDepths queues = requireQueueDepths(pnh, 10);
   const std::string record_path = pnh.param<std::string>("record_path", "");
+  SocketMarking marking(nh, requireDscp(pnh));
   ros2::Endpoints endpoints(nh, pnh);
   LoopController controller(gains, reference, padding, endpoints.publisher<LoopSample>("u", queues.publisher),
                             record_path);

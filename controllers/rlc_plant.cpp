@@ -11,7 +11,8 @@
 // Private parameters:  ~samples (sensor samples to publish, then exit), ~transport
 //   (tcp | tcp_nodelay | udp, for the u subscription), ~padding_bytes, ~record_path (CSV
 //   event log, empty = none), ~connect_timeout [s], ~warmup [s], ~linger [s],
-//   ~publisher_queue_size (y), ~subscriber_queue_size (u) [messages, default 10].
+//   ~publisher_queue_size (y), ~subscriber_queue_size (u) [messages, default 10], ~dscp (none |
+//   0..63 | EF, CS6, ...: marks the node's IP sockets, include/netloop/socket_marking.h).
 // ROS 2: with ~middleware (cyclonedds | fastdds | zenoh) y and u go over that middleware
 //   instead of roscpp, with ~middleware_config, ~domain_id, ~qos_*, ~status_path (see
 //   include/netloop/ros2/endpoint.h); the waiting for the controller then counts matched
@@ -30,6 +31,7 @@
 #include "netloop/loop_node.h"
 #include "netloop/receive_stats.h"
 #include "netloop/rlc_model.h"
+#include "netloop/socket_marking.h"
 #include "netloop/ros2/endpoint.h"
 #include "netloop/transport.h"
 
@@ -122,6 +124,7 @@ int run() {
   const Transport transport = requireTransport(pnh, "tcp_nodelay");
   const std::string record_path = pnh.param<std::string>("record_path", "");
   const QueueDepths queues = requireQueueDepths(pnh, 10);
+  SocketMarking marking(nh, requireDscp(pnh));
 
   ros2::Endpoints endpoints(nh, pnh);
   RlcPlant plant(params, x0[0], x0[1], record_path);
@@ -142,6 +145,7 @@ int run() {
     }
     serviceUntil(ros::WallTime::now() + ros::WallDuration(0.01));
   }
+  marking.markNow();  // the connections just made, before the first sample
   serviceUntil(ros::WallTime::now() + ros::WallDuration(warmup));
 
   const ros::WallTime t0 = ros::WallTime::now();

@@ -50,6 +50,47 @@ MULTICAST_ROUTE = "224.0.0.0/4"
 TAP_SUFFIX = {"robot": "r", "operator": "o", "relay": "x"}
 
 
+#: DSCP code points the hosts' htb serves before everything else (strict priority): EF and
+#: CS6 / CS7 (network control); a loop marked by a transport's ``dscp`` option, the priority
+#: relay's urgent datagrams.
+PRIORITY_DSCP = {"EF": 46, "CS6": 48, "CS7": 56}
+#: the marked class's own rate, as a fraction of the htb's: within it a marked packet is sent
+#: before any unmarked one; above it, it still goes first among the classes that borrow
+MARKED_RATE_FRACTION = 0.2
+
+
+def htb_classes(rate_kbit: int, limit_packets: int, extra: list[str] = ()) -> list[list[str]]:
+    """``tc`` arguments of the classes under an htb root ``1:`` (``default 20``) at ``rate_kbit``:
+    the link class 1:1, and under it two leaves that share its rate (each may borrow all of it,
+    ``ceil``): 1:10 (``prio 0``, ``MARKED_RATE_FRACTION`` of the rate, pfifo 10:) takes the IPv4
+    packets whose DSCP is in :data:`PRIORITY_DSCP` (a u32 filter on the DS field, ECN bits
+    masked); 1:20 (``prio 1``, the rest of the rate, pfifo 20:) everything else, one FIFO of
+    ``limit_packets`` as the single leaf was before. htb dequeues the lower ``prio`` first among
+    leaves that may send, so a marked packet never waits behind an unmarked backlog (the
+    kernel has no ``prio`` qdisc here: htb, tbf and u32 only). ``extra``: burst, overhead and
+    quantum arguments given to every class."""
+    marked = max(8, int(round(rate_kbit * MARKED_RATE_FRACTION)))
+    cls = ["class", "add", "dev", IFACE, "parent"]
+    cmds = [cls + ["1:", "classid", "1:1", "htb", "rate", f"{rate_kbit}kbit",
+                   "ceil", f"{rate_kbit}kbit", *extra]]
+    for minor, prio, rate in (("10", "0", marked), ("20", "1", rate_kbit - marked)):
+        cmds += [cls + ["1:1", "classid", f"1:{minor}", "htb", "rate", f"{rate}kbit", "ceil", f"{rate_kbit}kbit",
+                        "prio", prio, *extra],
+                 ["qdisc", "add", "dev", IFACE, "parent", f"1:{minor}", "handle", f"{minor}:", "pfifo",
+                  "limit", str(limit_packets)]]
+    for dscp in PRIORITY_DSCP.values():
+        cmds.append(["filter", "add", "dev", IFACE, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                     "match", "ip", "dsfield", hex(dscp << 2), "0xfc", "flowid", "1:10"])
+    return cmds
+
+
+def priority_band_metadata() -> dict:
+    """What :func:`htb_classes` does, for a run's metadata (reports say it)."""
+    return {"dscp": dict(PRIORITY_DSCP), "served": "first: htb leaf 1:10 at prio 0 (own rate "
+            f"{MARKED_RATE_FRACTION:g} x the link's, may borrow all of it)",
+            "others": "htb leaf 1:20 at prio 1: one FIFO with the queue's limit, may borrow the whole rate"}
+
+
 @dataclass
 class LinkContext:
     """What a link needs from the Testbed: names, files and a way to record processes."""
@@ -200,14 +241,12 @@ class EthernetLink(Link):
             self.shape(host)
 
     def shape(self, host: str) -> None:
+        """htb at ``rate_mbit`` with :func:`htb_classes` (marked packets first), or a tbf."""
         ns, p = self.ctx.netns[host], self.profile
         rate = f"{p['rate_mbit']:g}mbit"
         if p["qdisc"] == "htb":
-            cmds = [["qdisc", "replace", "dev", IFACE, "root", "handle", "1:", "htb", "default", "1"],
-                    ["class", "add", "dev", IFACE, "parent", "1:", "classid", "1:1", "htb",
-                     "rate", rate, "ceil", rate],
-                    ["qdisc", "add", "dev", IFACE, "parent", "1:1", "handle", "10:", "pfifo",
-                     "limit", str(p["queue_packets"])]]
+            cmds = [["qdisc", "replace", "dev", IFACE, "root", "handle", "1:", "htb", "default", "20"],
+                    *htb_classes(int(round(p["rate_mbit"] * 1000)), p["queue_packets"])]
         else:
             # burst: at least one GSO super-packet and ~1 ms at the rate
             burst = max(65536 + 1514, int(p["rate_mbit"] * 1e6 / 8 / 1000))
@@ -218,7 +257,8 @@ class EthernetLink(Link):
             util.run(["tc", "-n", ns] + c)
 
     def metadata(self) -> dict:
-        out = {"interface": IFACE, "qdisc": self.profile["qdisc"]}
+        out = {"interface": IFACE, "qdisc": self.profile["qdisc"],
+               "priority_band": priority_band_metadata() if self.profile["qdisc"] == "htb" else None}
         if self.ctx:
             res = util.run(["tc", "-n", self.ctx.netns["robot"], "qdisc", "show", "dev", IFACE],
                            check=False)
@@ -339,18 +379,15 @@ class TapLink(Link):
         self.shape(host)
 
     def shape(self, host: str) -> None:
-        """The htb of :meth:`shaper` on ``host``'s net0, when the profile has one."""
+        """The htb of :meth:`shaper` on ``host``'s net0, when the profile has one, with the
+        marked packets' class of :func:`htb_classes` served first."""
         sh, ns, mtu = self.shaper(host), self.ctx.netns[host], self.profile["mtu"]
         if sh is None:
             return
-        rate = f"{sh['rate_kbit']}kbit"
         burst = str(mtu + 14 + sh["overhead_bytes"])
-        for c in (["qdisc", "replace", "dev", IFACE, "root", "handle", "1:", "htb", "default", "1"],
-                  ["class", "add", "dev", IFACE, "parent", "1:", "classid", "1:1", "htb",
-                   "rate", rate, "ceil", rate, "burst", burst, "cburst", burst,
-                   "overhead", str(sh["overhead_bytes"]), "quantum", str(mtu + 14)],
-                  ["qdisc", "add", "dev", IFACE, "parent", "1:1", "handle", "10:", "pfifo",
-                   "limit", str(sh["limit_packets"])]):
+        extra = ["burst", burst, "cburst", burst, "overhead", str(sh["overhead_bytes"]), "quantum", str(mtu + 14)]
+        for c in (["qdisc", "replace", "dev", IFACE, "root", "handle", "1:", "htb", "default", "20"],
+                  *htb_classes(sh["rate_kbit"], sh["limit_packets"], extra)):
             util.run(["tc", "-n", ns] + c)
 
     def kernel_queue_metadata(self) -> dict:
@@ -358,7 +395,8 @@ class TapLink(Link):
         p = self.profile
         return {"tcp_congestion_control": p["tcp_congestion_control"],
                 "gso_max_segs": p["gso_max_segs"] or None,
-                "tcp_limit_output_bytes": p["tcp_limit_output_bytes"] or None}
+                "tcp_limit_output_bytes": p["tcp_limit_output_bytes"] or None,
+                "priority_band": priority_band_metadata() if any(self.shaper(h) for h in self.hosts) else None}
 
     def env(self) -> dict:
         return dict(os.environ)
