@@ -76,6 +76,14 @@ GLOSSARY: tuple[Term, ...] = (
     Term("worse by X (Y %)", "",
          "The verdict when the ranges do not overlap: its median is X above the best one's, Y % of the "
          "best's. With one repetition there is no spread and every difference reads so; run 3 or more."),
+    Term("repeated steps", "",
+         "A square-wave reference (loop.controller.square_wave): each step of each run compared with the "
+         "local baseline's step of the same direction; every step of every repetition is one sample."),
+    Term("95 % CI", "",
+         "Of repeated steps: a seeded percentile bootstrap interval of the median over a transport's steps."),
+    Term("clearly worse / not a clear difference", "",
+         "Of repeated steps: a difference is clear only when the two transports' intervals do not overlap; "
+         "overlapping intervals are not a clear difference, however far apart the medians."),
     Term("prediction", "mV",
          "The run's own measured delays and losses replayed through the exact loop model; its RMS error "
          "against the measured y says whether delay and loss explain the run (at most 5 mV: explained)."),
