@@ -170,3 +170,11 @@ def test_a_published_jitter_beyond_twice_its_delay_jitter_is_put_on_the_source(t
     assert "off: std(J_d) (≥ 3.4 ms of it the paper's source's) | 1.9 → 1.0 |" in out
     assert "| image | Nimbro (nimbro) |" in out and "| off: std(J_d) | 31.5 → 1.0 |" in out
     assert "needs a source that jittered by >= 3.4 ms, netloop's jittered by 0.10 ms" in out
+
+
+def test_calibrate_says_what_802_11e_qos_changes_on_the_air():
+    on, off = calibrate.air_qos_line("wifi6_qos"), calibrate.air_qos_line("wifi6")
+    assert on.startswith("802.11e QoS on") and "EF, VA, CS6, CS7 -> VO" in on and "unmarked" in on
+    assert off.startswith("802.11e QoS off") and "wifi6_qos" in off
+    assert calibrate.air_qos_line("wifi6", {"qos": True}) == on
+    assert calibrate.air_qos_line("ethernet") == ""     # no air, nothing to say

@@ -259,6 +259,25 @@ def run_campaigns(profile: str, parts: list[str], transports: list[str] | None,
             for part in parts}
 
 
+def air_qos_line(profile: str, link_params: dict | None = None) -> str:
+    """One line on what the profile's ``qos`` key does on the air ("" for links without ns-3's
+    Wi-Fi): with it each frame queues and contends in the 802.11e access category Linux's
+    mac80211 gives its DSCP, so a loop marked EF skips the best-effort backlog (docs/links.md,
+    "802.11e QoS")."""
+    from .testbed.profiles import load_profile
+    p = load_profile(profile, link_params or {})
+    if p["type"] != "ns3_wifi":
+        return ""
+    if p["qos"]:
+        return ("802.11e QoS on: each frame queues and contends in the access category of its DSCP, "
+                "as Linux's mac80211 maps it (RFC 8325): EF, VA, CS6, CS7 -> VO (AIFSN 2, CW 3-7); "
+                "CS3, AF3x, CS4, AF4x, CS5 -> VI (2, 7-15); CS1 -> BK (7, 15-1023); unmarked and "
+                "the rest -> BE (3, 15-1023)")
+    return ("802.11e QoS off: every frame in one queue with the same channel access, whatever "
+            f"its DSCP{' (802.11n: QoS MACs, all best effort)' if p['standard'] == '802.11n' else ''}"
+            " (qos: true, e.g. wifi6_qos, turns it on)")
+
+
 def parse_link_params(items: list[str]) -> dict:
     """``["key=value", ...]`` -> {key: value} (values read as YAML scalars); ConfigError
     naming the item when one has no ``=``."""
@@ -281,7 +300,8 @@ def main(args) -> int:
         campaigns = run_campaigns(args.profile, parts, transports, args.results_parent,
                                   parse_link_params(args.link_param))
     report, text = summarize(campaigns, args.profile)
-    print(text)
+    qos = air_qos_line(args.profile, parse_link_params(args.link_param))
+    print(text + (f"\n\n{qos}" if qos else ""))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
     return 0
