@@ -19,8 +19,10 @@ target_include_directories(netloop_relay_wire PUBLIC ${PROJECT_SOURCE_DIR}/src/r
 target_link_libraries(netloop_relay_wire ZLIB::ZLIB)
 
 # The ROS side the relays share: parameters, sockets, republishing, statistics
-# (netloop/RelayStats), the UDP receive loop.
-add_library(netloop_relay_ros src/relays/relay_ros.cpp src/relays/relay_stats.cpp src/relays/udp_receive_loop.cpp)
+# (netloop/RelayStats), the UDP receive loop, the priority relay's hosts, backpressure
+# (SIOCOUTQ) and per-datagram DSCP.
+add_library(netloop_relay_ros src/relays/relay_ros.cpp src/relays/relay_stats.cpp src/relays/udp_receive_loop.cpp
+  src/relays/relay_hosts.cpp src/relays/backpressure.cpp src/relays/dscp_send.cpp)
 target_link_libraries(netloop_relay_ros netloop_relay_wire netloop_core ${catkin_LIBRARIES} pthread)
 add_dependencies(netloop_relay_ros ${PROJECT_NAME}_generate_messages_cpp)
 

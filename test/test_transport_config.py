@@ -107,7 +107,8 @@ def test_priority_defaults_and_plan():
                           node_binary=fake_binary, type_of=TYPES.get)
     assert [s["name"] for s in specs] == ["priority_relay_robot", "priority_relay_operator"]
     p = specs[0]["params"]
-    assert p["self"] == 0 and p["rate_mbit"] == pytest.approx(5.1) and p["routes"] == []
+    assert p["self"] == 0 and p["rate_mbit"] == 0 and p["routes"] == []   # backpressure: unpaced
+    assert p["backpressure_bytes"] == 1500 and p["urgent_priority"] == 250 and p["dscp"] is True
     assert p["hosts"] == [{"name": "robot", "address": "10.77.0.1", "port": 17300},
                           {"name": "operator", "address": "10.77.0.2", "port": 17301}]
     prio = {t["name"]: t["priority"] for t in p["topics"]}
@@ -116,6 +117,13 @@ def test_priority_defaults_and_plan():
     assert image["compress"] and image["source"] == 0 and image["dest"] == 1
     assert priority.pacing_rate(opts, None, False) == 0          # loopback: unpaced
     assert priority.pacing_rate(opts | {"rate_mbit": 3.0}, 6, False) == 3.0
+    pound = validate(priority.OPTIONS, {"backpressure": False, "dscp": False})   # the paced queue of the paper
+    assert priority.pacing_rate(pound, 6.0, False) == pytest.approx(5.1)
+    flows_only = priority.plan([t for t in TOPICS if t.topic.startswith("/flows")], ADDRESS,
+                               {"robot": 17300, "operator": 17301}, pound, 6.0, Path("/r"),
+                               node_binary=fake_binary, type_of=TYPES.get)[0]["params"]
+    assert flows_only["urgent_priority"] == 200 and flows_only["backpressure_bytes"] == 0   # no loop: the top flow
+    assert flows_only["dscp"] is False and flows_only["rate_mbit"] == pytest.approx(5.1)
 
 
 def test_priority_two_hop_forwarding_plan():
@@ -126,7 +134,8 @@ def test_priority_two_hop_forwarding_plan():
     assert set(specs) == {"robot", "relay", "operator"}
     assert specs["robot"]["routes"] == [{"dest": 2, "via": 1}] and specs["relay"]["routes"] == []
     assert specs["operator"]["routes"] == [{"dest": 0, "via": 1}]
-    assert specs["relay"]["forward"] and specs["robot"]["rate_mbit"] == pytest.approx(2.1)
+    assert specs["relay"]["forward"] and specs["robot"]["rate_mbit"] == 0
+    assert priority.pacing_rate(opts | {"backpressure": False}, 6.0, True) == pytest.approx(2.1)
     ip = priority.plan(TOPICS, address, {h: 17300 for h in address}, opts | {"forward": "ip"}, 6.0, Path("/r"),
                        node_binary=fake_binary, type_of=TYPES.get)
     assert {s["host"] for s in ip} == {"robot", "operator"} and all(s["params"]["routes"] == [] for s in ip)

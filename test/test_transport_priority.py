@@ -53,7 +53,8 @@ def test_priority_loop_and_flows_over_ethernet(tmp_path):
     for f in recorded_flows(run_dir):
         assert analyse_flow(run_dir, f)["MDR"] >= 0.97
     robot = relay_stats(run_dir, "robot")
-    assert robot["rate_mbit"] == pytest.approx(85.0)           # 0.85 x 100 Mbit/s
+    assert robot["rate_mbit"] == 0 and robot["backpressure_bytes"] > 0   # the htb's queue sets the pace
+    assert robot["marked_datagrams"] > 0                                # /y: DSCP EF
     assert robot["topics"]["/y"]["priority"] == 250 and robot["topics"]["/flows/image"]["priority"] == 190
     assert robot["foreign"] == 0 and robot["send_errors"] == 0
     record = json.loads((run_dir / "transport.json").read_text())

@@ -6,10 +6,13 @@
 // `compress: true`), cut into datagrams that fit one ~mtu-byte IP packet and queued in the
 // topic's lane of the PriorityQueue. One sender thread takes the next datagram of the most
 // urgent lane (FIFO within a priority) and sends it when the pacer allows: datagrams leave
-// at ~rate_mbit [Mbit/s, IP bytes = UDP payload + ~overhead_bytes], so the OS and NIC
-// queues stay empty and a small urgent message never waits behind more than the datagram
-// on the wire. The queue holds at most ~max_queue_bytes; room is made by dropping whole
-// messages of the lowest priority first.
+// at ~rate_mbit [Mbit/s, IP bytes = UDP payload + ~overhead_bytes; 0 = unpaced]. Backpressure
+// (~backpressure_bytes > 0, backpressure.h): a datagram below ~urgent_priority leaves only
+// while the bytes unsent below the socket (SIOCOUTQ: the qdisc) are under ~backpressure_bytes,
+// so the low-priority backlog waits here, where a small urgent message overtakes it, and never
+// waits behind more than about one frame below. Datagrams of ~urgent_priority or above carry
+// DSCP EF when ~dscp is true (dscp_send.h), the others none. The queue holds at most
+// ~max_queue_bytes; room is made by dropping whole messages of the lowest priority first.
 //
 // Inbound: datagrams from a configured peer (~hosts: address AND port) are checked,
 // reassembled (bounded memory, incomplete messages dropped after ~reassembly_timeout) and
@@ -36,7 +39,10 @@
 #include <random>
 #include <thread>
 
+#include "backpressure.h"
+#include "dscp_send.h"
 #include "netloop/loop_node.h"
+#include "relay_hosts.h"
 #include "relay_ros.h"
 #include "relay_stats.h"
 #include "udp_receive_loop.h"
@@ -51,12 +57,6 @@ namespace relay {
 namespace {
 
 constexpr uint64_t kForwardLane = 1ull << 63;
-
-struct Host {
-  std::string name, address;
-  int port = 0;
-  sockaddr_in sa{};
-};
 
 struct TopicStats {
   uint64_t in_msgs = 0, in_bytes = 0, queued = 0, dropped = 0, refused = 0, sent_msgs = 0, sent_datagrams = 0,
@@ -89,7 +89,7 @@ class PriorityRelay {
                       }),
         queue_(1) {
     self_ = static_cast<int>(requireNumber(pnh, "self", 0, Bound::NonNegative));
-    readHosts();
+    hosts_ = readHosts(pnh, self_);
     const int mtu = static_cast<int>(requireNumber(pnh, "mtu", 1500, Bound::Positive));
     if (mtu < 576 || mtu > 65535) exitWithConfigError("parameter ~mtu must be in 576..65535");
     max_datagram_ = static_cast<size_t>(mtu) - kIpUdpOverhead;
@@ -99,6 +99,12 @@ class PriorityRelay {
     pacer_ = Pacer(rate_mbit * 1e6, static_cast<size_t>(overhead), credit_ns_);
     queue_ = PriorityQueue(static_cast<size_t>(requireNumber(pnh, "max_queue_bytes", 256 * 1024, Bound::Positive)));
     forward_ = pnh.param("forward", true);
+    BackpressureConfig bp;
+    bp.max_below_bytes = static_cast<size_t>(requireNumber(pnh, "backpressure_bytes", 0, Bound::NonNegative));
+    bp.urgent_priority = static_cast<int>(requireNumber(pnh, "urgent_priority", 250, Bound::NonNegative));
+    bp.poll_ns = static_cast<int64_t>(requireNumber(pnh, "backpressure_poll_ms", 0.3, Bound::Positive) * 1e6);
+    backpressure_ = Backpressure(bp);
+    dscp_ = pnh.param("dscp", false);
     rt_priority_ = static_cast<int>(requireNumber(pnh, "rt_priority", 0, Bound::NonNegative));
     if (rt_priority_ > 99) exitWithConfigError("~rt_priority must be in 0..99");
     compress_level_ = pnh.param("compress_level", 1);
@@ -218,34 +224,17 @@ class PriorityRelay {
     r.rate_mbit = pacer_.rate() / 1e6;
     r.queue_bytes = queue_.bytes();
     r.queue_messages = queue_.messages();
+    r.backpressure_bytes = backpressure_.config().max_below_bytes;
+    r.held_s = backpressure_.heldSeconds(monoNs());
+    r.holds = backpressure_.holds();
+    r.held_bytes_max = backpressure_.heldBytesMax();
+    r.below_bytes_max = backpressure_.belowBytesMax();
     r.reassembly = reassemblyReport(reassembler_);
     for (const auto& t : topics_) r.topics.push_back(topicReport(*t));
     return r;
   }
 
  private:
-  void readHosts() {
-    XmlRpc::XmlRpcValue v;
-    if (!pnh_.getParam("hosts", v) || v.getType() != XmlRpc::XmlRpcValue::TypeArray || v.size() < 2)
-      exitWithConfigError("parameter ~hosts: a list of at least two {name, address, port}");
-    for (int i = 0; i < v.size(); ++i) {
-      auto& e = v[i];
-      if (e.getType() != XmlRpc::XmlRpcValue::TypeStruct || !e.hasMember("address") || !e.hasMember("port") ||
-          e["address"].getType() != XmlRpc::XmlRpcValue::TypeString ||
-          e["port"].getType() != XmlRpc::XmlRpcValue::TypeInt)
-        exitWithConfigError("~hosts[" + std::to_string(i) + "] must be {name, address, port}");
-      Host h;
-      h.name = e.hasMember("name") ? static_cast<std::string>(e["name"]) : "host" + std::to_string(i);
-      h.address = static_cast<std::string>(e["address"]);
-      h.port = static_cast<int>(e["port"]);
-      if (!makeAddress(h.address, h.port, h.sa) || h.port <= 0)
-        exitWithConfigError("~hosts[" + std::to_string(i) + "]: bad address or port");
-      hosts_.push_back(h);
-    }
-    if (hosts_.size() > 255) exitWithConfigError("~hosts: at most 255 hosts");
-    if (self_ >= static_cast<int>(hosts_.size())) exitWithConfigError("~self is not an index of ~hosts");
-  }
-
   static netloop::RelayTopicStats topicReport(const Topic& t) {
     const TopicStats& s = t.s;
     netloop::RelayTopicStats r;
@@ -267,13 +256,7 @@ class PriorityRelay {
   }
 
   /// A datagram from another host of ~hosts (address and port).
-  bool isPeer(const sockaddr_in& from) const {
-    for (size_t i = 0; i < hosts_.size(); ++i)
-      if (static_cast<int>(i) != self_ && hosts_[i].sa.sin_addr.s_addr == from.sin_addr.s_addr &&
-          hosts_[i].sa.sin_port == from.sin_port)
-        return true;
-    return false;
-  }
+  bool isPeer(const sockaddr_in& from) const { return isPeerOf(hosts_, self_, from); }
 
   int nextHop(int dest) const {
     auto it = routes_.find(dest);
@@ -354,14 +337,22 @@ class PriorityRelay {
         lock.lock();
         continue;  // re-pick: something more urgent may have arrived meanwhile
       }
+      const int priority = queue_.headPriority();
+      if (backpressure_.mustHold(socket_.fd(), priority, queue_.bytes(), now)) {  // the queues below are full
+        cv_.wait_for(lock, std::chrono::nanoseconds(backpressure_.config().poll_ns));
+        continue;  // re-pick: an urgent datagram goes at once
+      }
       OutPacket pkt;
       uint64_t lane = 0;
       int64_t enq = 0;
       bool last = false;
       if (!queue_.pop(pkt, &lane, &enq, &last)) continue;
       pacer_.sent(pkt.bytes.size(), now);
+      const int tos = dscp_ && priority >= backpressure_.config().urgent_priority ? kTosEf : 0;
+      if (tos) ++totals_.marked_datagrams;
       lock.unlock();
-      const bool ok = pkt.peer < hosts_.size() && socket_.sendTo(hosts_[pkt.peer].sa, pkt.bytes.data(), pkt.bytes.size());
+      const bool ok = pkt.peer < hosts_.size() &&
+                      sendWithTos(socket_.fd(), hosts_[pkt.peer].sa, pkt.bytes.data(), pkt.bytes.size(), tos);
       const int64_t done = monoNs();
       lock.lock();
       ++totals_.datagrams_sent;
@@ -456,6 +447,8 @@ class PriorityRelay {
   size_t max_datagram_ = 1472;
   int64_t credit_ns_ = 2000000;
   bool forward_ = true;
+  bool dscp_ = false;  // mark datagrams of urgent_priority or above EF
+  Backpressure backpressure_;
   int rt_priority_ = 0;
   int compress_level_ = 1;
   int64_t announce_ns_ = 0;

@@ -143,6 +143,9 @@ std::string reportJson(const netloop::RelayStats& s) {
     o.add("rate_mbit", s.rate_mbit).add("queue_messages", s.queue_messages).add("datagrams_sent", s.datagrams_sent);
     o.add("bytes_sent", s.bytes_sent).add("send_errors", s.send_errors).add("queue_dropped", s.queue_dropped);
     o.add("forwarded", s.forwarded).add("forward_dropped", s.forward_dropped).add("ttl_expired", s.ttl_expired);
+    o.add("backpressure_bytes", s.backpressure_bytes).add("held_s", s.held_s).add("holds", s.holds);
+    o.add("held_bytes_max", s.held_bytes_max).add("below_bytes_max", s.below_bytes_max);
+    o.add("marked_datagrams", s.marked_datagrams);
   }
   if (receiver || priority_relay) {
     o.add("foreign", s.foreign).add("unknown_topic", s.unknown_topic).add("untyped", s.untyped);

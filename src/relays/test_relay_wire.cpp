@@ -343,12 +343,16 @@ TEST(PriorityQueue, UrgentMessageOvertakesBetweenDatagrams) {
   PriorityQueue q(1 << 20);
   std::vector<OutPacket> image;
   for (int i = 0; i < 46; ++i) image.push_back({std::vector<uint8_t>(1472, 'i'), 0});
+  EXPECT_EQ(q.headPriority(), -1);
   q.push(1, 10, image);
   OutPacket p;
   ASSERT_TRUE(q.pop(p));  // first image datagram on the wire
+  EXPECT_EQ(q.headPriority(), 10);
   q.push(2, 200, {{std::vector<uint8_t>(1064, 'l'), 0}});
+  EXPECT_EQ(q.headPriority(), 200);  // what the relay's backpressure and marking look at
   ASSERT_TRUE(q.pop(p));
   EXPECT_EQ(p.bytes[0], 'l');  // the next datagram is the urgent one
+  EXPECT_EQ(q.headPriority(), 10);
 }
 
 TEST(PriorityQueue, BoundedDroppingLowestPriorityFirst) {

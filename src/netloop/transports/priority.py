@@ -4,20 +4,33 @@ priority per topic and a single paced send queue.
 Each host runs ``priority_relay`` (src/relays/priority_relay.cpp). It subscribes the topics
 published on its host (any type), cuts each message into datagrams of one IP packet and
 queues them in one queue ordered by priority (FIFO within a priority): a small urgent
-message overtakes a large one between two datagrams, so it never waits behind more than
-the datagram on the wire. Datagrams leave at ``rate_mbit`` (IP bytes), set just below what
-the link carries, so the queues of the OS, the NIC and the Wi-Fi MAC never fill: all
-queueing happens in the relay, where the priorities decide. The relay's queue is bounded
-(``max_queue_bytes``); room is made by dropping the least urgent messages first.
+message overtakes a large one between two datagrams. Nothing waits where the relay cannot
+reorder it: with ``backpressure`` a datagram that is not urgent leaves only while the bytes
+still unsent below the relay's socket (SIOCOUTQ: the host's qdisc) are under
+``backpressure_bytes``, so the backlog waits in the relay, the link's own queue (its htb)
+sets the rate, and an urgent message waits behind at most about one frame. Urgent datagrams
+(priority >= ``dscp_min_priority``) always go at once and carry DSCP EF (``dscp``), so the
+host's qdisc and an 802.11e MAC can serve them first. Without backpressure, datagrams
+leave at a fixed pace (``rate_fraction`` x the link's capacity), as in Pound. The relay's
+queue is bounded (``max_queue_bytes``); room is made by dropping the least urgent messages
+first.
 
 Options (``transport_options: {priority: {...}}``):
   ``priorities``      {topic: 0..255}, higher = more urgent. Default (Pound's order): the
                       loop's ``/y`` and ``/u`` 250, then the other topics by message size,
                       smallest first: 200, 190, ...
-  ``rate_mbit``       pacing rate; default ``rate_fraction`` x the link's nominal capacity
-                      (ctx.link_mbit), ``rate_fraction_2hop`` x on a two-hop chain (every
-                      datagram crosses the shared channel twice); no pacing when the link
-                      has no capacity (loopback) and none is given.
+  ``backpressure``    true (default): non-urgent datagrams wait in the relay while the bytes
+                      unsent below its socket are >= ``backpressure_bytes`` (default 1500:
+                      one queued datagram's buffer is larger, so one goes when the qdisc
+                      holds none of the relay's); unpaced unless ``rate_mbit`` is given.
+  ``dscp``            true (default): datagrams of topics with priority >= ``dscp_min_priority``
+                      (250: the loop's /y and /u; with no such topic the highest priority
+                      present) carry DSCP EF (IP TOS 0xb8), the others none.
+  ``rate_mbit``       pacing rate (a cap with backpressure); without backpressure the default is
+                      ``rate_fraction`` x the link's nominal capacity (ctx.link_mbit),
+                      ``rate_fraction_2hop`` x on a two-hop chain (every datagram crosses the
+                      shared channel twice); no pacing when the link has no capacity
+                      (loopback) and none is given.
   ``rate_fraction``   0.85: the 6 Mbit/s 802.11a link of ``wifi6`` carries ~5.3 Mbit/s of
                       UDP (1500-byte packets), so datagrams leave at 5.1 Mbit/s.
   ``rate_fraction_2hop`` 0.35: the ``wifi6_2hop`` chain carries ~2.7 Mbit/s of UDP end to
@@ -43,14 +56,24 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import paths
-from ..schema import Enum, Int, List, Map, Num, Str
+from ..schema import Bool, Enum, Int, List, Map, Num, Str
 from .base import CrossingTopic, TransportContext
 from .relay_common import RelayTransport, default_priorities, host_ports, message_type
 
 OPTIONS = Map({
     "priorities": Map({}, {}, "topic -> priority 0..255 (higher = more urgent)", extra=Int(doc="priority", ge=0, le=255)),
-    "rate_mbit": Num(None, "pacing rate [Mbit/s of IP packets]; default rate_fraction x link capacity", gt=0),
-    "rate_fraction": Num(0.85, "default pacing rate as a fraction of the link's nominal capacity", gt=0, le=1),
+    "backpressure": Bool(True, "non-urgent datagrams wait in the relay while the bytes unsent below its "
+                               "socket (SIOCOUTQ: the host's qdisc) are >= backpressure_bytes; no default pacing"),
+    "backpressure_bytes": Int(1500, "backpressure threshold [bytes unsent below the socket, counted as the "
+                                    "kernel's buffers: one queued 1472-byte datagram is ~2.3 KB]", ge=1, le=1 << 24),
+    "backpressure_poll_ms": Num(0.3, "a held datagram looks again after this long [ms]", gt=0, le=10),
+    "dscp": Bool(True, "datagrams of topics with priority >= dscp_min_priority carry DSCP EF (IP TOS 0xb8)"),
+    "dscp_min_priority": Int(250, "urgent topics: marked EF and never held back (with no topic this urgent, "
+                                  "the highest priority present)", ge=0, le=255),
+    "rate_mbit": Num(None, "pacing rate [Mbit/s of IP packets]; without backpressure default rate_fraction "
+                           "x link capacity, with backpressure a cap (default none)", gt=0),
+    "rate_fraction": Num(0.85, "without backpressure: default pacing rate as a fraction of the link's nominal "
+                               "capacity", gt=0, le=1),
     "rate_fraction_2hop": Num(0.35, "the same on a two-hop chain (every datagram crosses the channel twice, "
                                     "and the ends are hidden from each other)", gt=0, le=1),
     "forward": Enum(["relay", "ip"], "relay", "two-hop chains: forwarding by the relay host's relay, or IP routing"),
@@ -83,12 +106,19 @@ def queued_bytes(message_bytes: int, mtu: int) -> int:
 
 
 def pacing_rate(options: dict[str, Any], link_mbit: float | None, two_hop: bool) -> float:
-    """Pacing rate [Mbit/s]; 0 = unpaced."""
+    """Pacing rate [Mbit/s]; 0 = unpaced (with backpressure the queue below sets the pace)."""
     if options.get("rate_mbit"):
         return float(options["rate_mbit"])
-    if not link_mbit:
+    if not link_mbit or options.get("backpressure", True):
         return 0.0
     return link_mbit * options["rate_fraction_2hop" if two_hop else "rate_fraction"]
+
+
+def urgent_priority(priorities: dict[str, int], options: dict[str, Any]) -> int:
+    """The lowest priority that is urgent (never held back, marked EF): ``dscp_min_priority``,
+    or the highest priority present when no topic reaches it."""
+    top = max(priorities.values(), default=options["dscp_min_priority"])
+    return min(options["dscp_min_priority"], top)
 
 
 def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int], options: dict[str, Any],
@@ -118,6 +148,7 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
             entry.update(type=info["type"], md5=info["md5"], definition=info["definition"])
         entries.append(entry)
     rate = pacing_rate(options, link_mbit, chain)
+    urgent = urgent_priority({e["name"]: e["priority"] for e in entries}, options)
     host_list = [{"name": h, "address": address[h], "port": ports[h]} for h in hosts]
     out = []
     for h in hosts:
@@ -128,6 +159,9 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
         out.append({"name": name, "host": h, "argv": [str(node_binary("priority_relay")), f"__name:={name}"],
                     "params": {"self": index[h], "hosts": host_list, "routes": routes_of(h), "topics": entries,
                                "rate_mbit": rate, "overhead_bytes": options["overhead_bytes"],
+                               "backpressure_bytes": options["backpressure_bytes"] if options["backpressure"] else 0,
+                               "backpressure_poll_ms": options["backpressure_poll_ms"],
+                               "urgent_priority": urgent, "dscp": options["dscp"],
                                "credit_ms": options["credit_ms"], "max_queue_bytes": options["max_queue_bytes"],
                                "mtu": options["mtu"], "forward": forwarding,
                                "reassembly_timeout": options["reassembly_timeout"],
@@ -171,7 +205,8 @@ def set_run_priorities(run_dir: Path, priorities: dict[str, int]) -> None:
 
 class PriorityTransport(RelayTransport):
     name = "priority"
-    description = "Pound: one paced UDP relay per host, one queue ordered by topic priority"
+    description = ("Pound: one UDP relay per host, one queue ordered by topic priority; the backlog waits "
+                   "in the relay (backpressure), urgent datagrams marked EF")
     options_schema = OPTIONS
 
     def start(self, ctx: TransportContext) -> None:
@@ -207,5 +242,6 @@ class PriorityTransport(RelayTransport):
         if self.ctx is not None and self.processes:
             params = self.processes[0]["params"]
             out.update(priorities=self.current_priorities(), rate_mbit=params["rate_mbit"],
-                       forward=params["forward"])
+                       forward=params["forward"], backpressure_bytes=params["backpressure_bytes"],
+                       urgent_priority=params["urgent_priority"], dscp=params["dscp"])
         return out

@@ -47,17 +47,27 @@ PriorityQueue::PushResult PriorityQueue::push(uint64_t lane_id, int priority, st
   return r;
 }
 
-bool PriorityQueue::pop(OutPacket& out, uint64_t* lane_out, int64_t* enqueued_ns, bool* last) {
+PriorityQueue::Lane* PriorityQueue::head(uint64_t* lane_id) {
   Lane* best = nullptr;
-  uint64_t best_id = 0;
   for (auto& [id, l] : lanes_) {
     if (l.msgs.empty()) continue;
     if (!best || l.priority > best->priority ||
         (l.priority == best->priority && l.msgs.front().seq < best->msgs.front().seq)) {
       best = &l;
-      best_id = id;
+      if (lane_id) *lane_id = id;
     }
   }
+  return best;
+}
+
+int PriorityQueue::headPriority() const {
+  const Lane* best = const_cast<PriorityQueue*>(this)->head(nullptr);
+  return best ? best->priority : -1;
+}
+
+bool PriorityQueue::pop(OutPacket& out, uint64_t* lane_out, int64_t* enqueued_ns, bool* last) {
+  uint64_t best_id = 0;
+  Lane* best = head(&best_id);
   if (!best) return false;
   Queued& q = best->msgs.front();
   out = std::move(q.packets[q.next]);

@@ -35,6 +35,8 @@ class PriorityQueue {
   PushResult push(uint64_t lane, int priority, std::vector<OutPacket> packets, int64_t now_ns = 0);
   /// The next datagram to send; false when empty. `lane` and `enqueued_ns` describe it.
   bool pop(OutPacket& out, uint64_t* lane = nullptr, int64_t* enqueued_ns = nullptr, bool* last = nullptr);
+  /// The priority of the lane pop() takes the next datagram from; -1 when empty.
+  int headPriority() const;
   /// Changes a lane's priority; queued messages follow at once.
   void setPriority(uint64_t lane, int priority);
   int priority(uint64_t lane) const;
@@ -56,6 +58,8 @@ class PriorityQueue {
     int priority = 0;
     std::deque<Queued> msgs;
   };
+  /// The most urgent non-empty lane (its id in `*lane_id`), or nullptr.
+  Lane* head(uint64_t* lane_id);
   size_t max_bytes_;
   size_t bytes_ = 0;
   uint64_t seq_ = 0;
