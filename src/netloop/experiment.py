@@ -410,11 +410,12 @@ def experiment_warnings(exp: Experiment) -> list[str]:
                        f"transport {', '.join(exp.transport)} ignores it")
     if exp.machines:
         capacity = load_machines(exp.machines).link_mbit
-        if capacity is None and "priority" in exp.transport and \
-                not (exp.transport_options.get("priority") or {}).get("rate_mbit"):
-            out.append(f"transport priority on real machines without link_mbit (hosts file {exp.machines}) or "
-                       f"transport_options.priority.rate_mbit: its relays cannot pace, so a large message "
-                       f"queues in the kernel ahead of the small ones it should overtake")
+        prio = exp.transport_options.get("priority") or {}
+        if capacity is None and "priority" in exp.transport and not prio.get("rate_mbit") and \
+                prio.get("backpressure") is False:   # with backpressure the NIC's queue sets the pace
+            out.append(f"transport priority on real machines without backpressure, link_mbit (hosts file "
+                       f"{exp.machines}) or transport_options.priority.rate_mbit: its relays cannot pace, so a "
+                       f"large message queues in the kernel ahead of the small ones it should overtake")
     else:
         capacity = link_capacity_mbit(load_profile(exp.link, exp.link_params))
     from .transports.ros2 import zenoh_drop_warnings  # noqa: PLC0415
