@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 #: where a run records its schedule (records/<name>)
 RECORD_NAME = "reference.json"
 
@@ -23,6 +21,8 @@ def square_wave_schedule(square_wave: dict[str, Any], high: float, sample_period
     0 to period / 8 with ``random_phase`` (numpy's default_rng seeded with (seed, repetition)),
     up to ``high`` for even j, down to ``low`` for odd j; each at the first sample at or after
     its time."""
+    import numpy as np  # noqa: PLC0415 - `netloop validate` runs without numpy; only a run draws the phases
+
     count = int(square_wave.get("count") or 0)
     if count == 0:
         return [(0, float(high))]
@@ -48,15 +48,6 @@ def seconds_needed(square_wave: dict[str, Any]) -> float:
         return 0.0
     period = float(square_wave["period"])
     return count * period + (period / 8 if square_wave.get("random_phase", True) else 0.0)
-
-
-def reference_series(schedule: list[tuple[int, float]], samples: int) -> np.ndarray:
-    """r(k) for k = 0 .. samples - 1."""
-    r = np.empty(samples)
-    for k, level in schedule:
-        if k < samples:
-            r[k:] = level
-    return r
 
 
 def step_list(schedule: list[tuple[int, float]]) -> list[tuple[int, float, float]]:
