@@ -44,13 +44,16 @@ def test_markdown_has_every_case_and_the_goal_verdicts():
                         "wifi6": {"link": "wifi6", "image_period_s": 0.15, "rows": rows, "goals": pb.goals_wifi6(rows)}},
            "loop": {"frame_air_ms": 2.23, "rows": [
                {"label": "udp", "transport": "udp", "link": "wifi6",
-                "perturbed": {"rtt_p50_ms": 5.0, "rtt_p99_ms": 20.0, "delta_IAE": 0.01},
-                "unperturbed": {"rtt_p50_ms": 4.0, "rtt_p99_ms": 6.0}, "p99_excess_frames": 6.28}],
+                "perturbed": {"rtt_p50_ms": 5.0, "rtt_p99_ms": 20.0, "runs": 2},
+                "unperturbed": {"rtt_p50_ms": 4.0, "rtt_p99_ms": 6.0}, "p99_excess_frames": 6.28,
+                "step_rank": 1, "step_count": 16, "step_iae_median": 5.93, "step_iae_ci": [4.74, 7.52],
+                "step_verdict": "best"}],
                "goals": {"case": "udp", "p99_excess_frames": [6.28, 2.0, False]}}}
     text = "\n".join(pb.markdown(res))
     assert "| udp | 40.00 |" in text and "| + DSCP | 3.40 |" in text and "| + qos | no valid run |" in text
     assert "- D_ms: 3.4 (goal 3.0): **not met**" in text and "- std_Jd_ms: 1.2 (goal 1.5): met" in text
     assert "RTT p99 excess [frames]: 6.28 (goal 2.0): **not met**" in text
+    assert "| udp | 5.00 | 20.00 | 6.00 | 6.28 | 16 | 5.93 [4.74–7.52] | best |" in text
     assert pb.markdown({"skipped": "needs root"}) == ["Skipped: needs root", ""]
 
 
@@ -60,3 +63,23 @@ def test_every_case_names_a_known_transport_and_link():
     cases = [c for _, _, cs in pb.CASES.values() for c in cs] + pb.LOOP_CASES
     assert {c.transport for c in cases} <= set(transport_names())
     assert {c.link for c in cases} - {"wifi6_qos"} <= set(profile_names())
+
+
+def test_the_loop_cases_are_ranked_by_their_steps_with_intervals():
+    import numpy as np
+    rng = np.random.default_rng(1)
+
+    def steps(mean):
+        return [{"iae_mVs": float(v), "overshoot_pct": 10.0, "settling_s": 0.5} for v in rng.normal(mean, 0.5, 16)]
+
+    rows = [{"label": "slow", "transport": "udp", "steps": steps(20.0), "perturbed": {"runs": 2}},
+            {"label": "fast", "transport": "priority", "steps": steps(5.0), "perturbed": {"runs": 2}},
+            {"label": "fast too", "transport": "priority", "steps": steps(5.0), "perturbed": {"runs": 2}},
+            {"label": "broken", "transport": "tcp", "error": "no valid run"}]
+    pb.rank_cases(rows)
+    by = {r["label"]: r for r in rows}
+    assert {by["fast"]["step_rank"], by["fast too"]["step_rank"]} == {1, 2} and by["slow"]["step_rank"] == 3
+    assert by["slow"]["step_verdict"].startswith("clearly worse")
+    second = by["fast"] if by["fast"]["step_rank"] == 2 else by["fast too"]
+    assert second["step_verdict"] == "not a clear difference"
+    assert by["broken"]["step_rank"] is None and by["broken"]["step_iae_median"] is None

@@ -184,45 +184,72 @@ def two_flow(out: Path, laser_count: int = 750, scenarios=("wifi6", "wifi6_2hop"
     return res
 
 
-def loop_case(out: Path, case: Case, quick: bool) -> dict[str, Any]:
-    """``pound_fig21`` over one case, and the same loop without the perturbing flow: RTT p50 and
-    p99, the perturbed p99's excess in frame air times; the repeated-step summary when the
-    analysis has one."""
+def loop_case(out: Path, case: Case) -> dict[str, Any]:
+    """``pound_fig21`` over one case (its repetitions; the square wave's steps), and the same loop
+    once without the perturbing flow: RTT p50 and p99 (median over the runs), the perturbed
+    p99's excess in frame air times, and every step's metrics for the ranking."""
     from ..experiment import load_experiment  # noqa: PLC0415
     from .. import paths  # noqa: PLC0415
     from ..schema import to_dict  # noqa: PLC0415
 
     base = to_dict(load_experiment(str(paths.EXPERIMENTS / "pound_fig21.yaml")))
-    base.update(link=case.link, transport=case.transport, repetitions=1,
+    base.update(link=case.link, transport=case.transport,
                 transport_options={case.transport: case.options} if case.options else {})
     row: dict[str, Any] = {"label": case.label, "transport": case.transport, "link": case.link,
                            "options": case.options}
-    for which, flows in (("perturbed", base["flows"]), ("unperturbed", [])):
-        doc = dict(base, flows=flows, name=f"bench_loop_{which}_{_slug(case)}")
+    for which, flows, reps in (("perturbed", base["flows"], base["repetitions"]), ("unperturbed", [], 1)):
+        doc = dict(base, flows=flows, repetitions=reps, name=f"bench_loop_{which}_{_slug(case)}")
         camp = _run_campaign(doc, out, doc["name"])
         runs, counts = _valid_runs(camp)
         if not runs:
             row[which] = {"error": "no valid run", "campaign": str(camp)}
             continue
-        r = runs[0]
-        rtt = r.get("rtt") or {}
-        row[which] = {"rtt_p50_ms": rtt.get("p50_ms"), "rtt_p99_ms": rtt.get("p99_ms"),
-                      "delta_IAE": r.get("delta_IAE"), "campaign": str(camp),
-                      "steps": r.get("repeated_steps")}
+        rtt = [r.get("rtt") or {} for r in runs]
+        row[which] = {"rtt_p50_ms": _median([x.get("p50_ms") for x in rtt]),
+                      "rtt_p99_ms": _median([x.get("p99_ms") for x in rtt]),
+                      "runs": len(runs), "invalid_runs": counts["invalid"], "campaign": str(camp)}
+        if which == "perturbed":
+            row["steps"] = [s for r in runs for s in (r.get("steps") or [])]
     p, u = row.get("perturbed", {}), row.get("unperturbed", {})
     if p.get("rtt_p99_ms") is not None and u.get("rtt_p99_ms") is not None:
         row["p99_excess_frames"] = round((p["rtt_p99_ms"] - u["rtt_p99_ms"]) / FRAME_AIR_MS, 2)
     return row
 
 
-def loop(out: Path, quick: bool = False, log=print) -> dict[str, Any]:
+def _median(values: list) -> float | None:
+    v = sorted(x for x in values if x is not None)
+    if not v:
+        return None
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def rank_cases(rows: list[dict]) -> None:
+    """Each row's steps ranked against the others' (the report's repeated-step verdict: median
+    IAE(y - baseline) per step, 95 % bootstrap interval, clear only when intervals separate);
+    written into the rows as ``step_rank``, ``step_iae_median``, ``step_iae_ci``, ``step_verdict``."""
+    from ..analysis.repeated_steps import TransportSteps, rank_steps  # noqa: PLC0415
+
+    groups = [TransportSteps(r["label"], "", list(r.get("steps") or []), (r.get("perturbed") or {}).get("runs", 0))
+              for r in rows]
+    for ranked in rank_steps(groups):
+        row = next(r for r in rows if r["label"] == ranked.group.transport)
+        row.update(step_rank=ranked.rank, step_count=len(ranked.group.steps), step_verdict=ranked.verdict,
+                   step_iae_median=None if ranked.rank is None else round(ranked.group.median(), 3),
+                   step_iae_ci=None if ranked.rank is None else [round(x, 3) for x in ranked.interval])
+
+
+def loop(out: Path, log=print) -> dict[str, Any]:
     rows = []
     for case in LOOP_CASES:
         log(f"bench: the loop (pound_fig21) on {case.link}: {case.label} ...")
         try:
-            rows.append(loop_case(out, case, quick))
+            rows.append(loop_case(out, case))
         except Exception as err:
             rows.append({"label": case.label, "transport": case.transport, "error": f"{type(err).__name__}: {err}"})
+    rank_cases(rows)
+    for r in rows:
+        r.pop("steps", None)      # the campaigns keep them; the bench keeps the verdict
     best = [r for r in rows if r["transport"] == "priority" and "p99_excess_frames" in r]
     goals = {}
     if best:
@@ -238,7 +265,7 @@ def run_all(out_dir: Path | str | None = None, quick: bool = False, log=print) -
     out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="netloop-priority-bench-"))
     out.mkdir(parents=True, exist_ok=True)
     return {"two_flow": two_flow(out, laser_count=250 if quick else 750, log=log),
-            "loop": loop(out, quick=quick, log=log), "published": PUBLISHED, "goals": GOALS}
+            "loop": loop(out, log=log), "published": PUBLISHED, "goals": GOALS}
 
 
 # ---- Markdown ---------------------------------------------------------------------------------
@@ -285,19 +312,24 @@ def markdown(r: dict[str, Any]) -> list[str]:
         lines.append("")
     lp = r.get("loop", {})
     if lp.get("rows"):
-        lines += [f"The loop (`pound_fig21`, one run per case, with and without the 64 KB / 200 ms flow); "
-                  f"excess = (perturbed p99 − unperturbed p99) in air times of a 1,500-byte frame "
-                  f"({lp['frame_air_ms']} ms):", "",
-                  "| case | RTT p50 [ms] | RTT p99 [ms] | unperturbed p99 [ms] | excess [frames] | ΔIAE |",
-                  "|---|---|---|---|---|---|"]
-        for row in lp["rows"]:
+        lines += ["The loop (`pound_fig21`: its square-wave reference and repetitions, beside the 64 KB / 200 ms "
+                  "flow operator → robot; and once without it). Excess = (perturbed RTT p99 − unperturbed p99) in "
+                  f"air times of a 1,500-byte frame ({lp['frame_air_ms']} ms); the steps ranked by median "
+                  "IAE(y − baseline) per step with 95 % bootstrap intervals, a difference clear only when the "
+                  "intervals separate:", "",
+                  "| case | RTT p50 [ms] | RTT p99 [ms] | unperturbed p99 [ms] | excess [frames] | steps | "
+                  "IAE per step [mV·s] [95 % CI] | verdict |", "|---|---|---|---|---|---|---|---|"]
+        for row in sorted(lp["rows"], key=lambda r: (r.get("step_rank") is None, r.get("step_rank") or 0)):
             if "error" in row:
-                lines.append(f"| {row['label']} | {row['error']} | | | | |")
+                lines.append(f"| {row['label']} | {row['error']} |" + " |" * 6)
                 continue
             p, u = row.get("perturbed", {}), row.get("unperturbed", {})
+            ci = row.get("step_iae_ci")
+            iae = "–" if row.get("step_iae_median") is None else (
+                f"{row['step_iae_median']:.3g} [{ci[0]:.3g}–{ci[1]:.3g}]")
             lines.append(f"| {row['label']} | {_f(p.get('rtt_p50_ms'))} | {_f(p.get('rtt_p99_ms'))} | "
                          f"{_f(u.get('rtt_p99_ms'))} | {_f(row.get('p99_excess_frames'))} | "
-                         f"{_f(p.get('delta_IAE'), 4)} |")
+                         f"{row.get('step_count', '–')} | {iae} | {row.get('step_verdict', '–')} |")
         g = lp.get("goals") or {}
         if g:
             lines += ["", f"Goal ({g['case']}):", _goal_line("RTT p99 excess [frames]", g["p99_excess_frames"])]
@@ -330,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = a.out or Path(tempfile.mkdtemp(prefix="netloop-priority-bench-"))
         res = ({"two_flow": two_flow(out, 250 if a.quick else 750)} if a.part == "two_flow"
-               else {"loop": loop(out, a.quick)})
+               else {"loop": loop(out)})
     print("\n".join(markdown(res)))
     print(json.dumps(res, indent=1, default=str), file=sys.stderr)
     return 0
