@@ -547,9 +547,12 @@ def headline(ctx: Context) -> str:
     when = f" on {host.group(2)}" if host and host.group(2) else ""
     where = f" ({host.group(1)})" if host else ""
     first = summary.split("\n\n")[0].strip()
+    reps = re.search(r"^- repetitions: (\d+)", md, re.M)
+    shape = ", ".join(x for x in ("a square-wave reference" if "repeated steps" in first else "",
+                                  f"{reps.group(1)} repetitions" if reps else "") if x)
     return "\n".join([
         f"The default experiment (`make run`: the RLC loop over emulated 802.11a at 6 Mbit/s beside a 64 KB "
-        f"image every 200 ms, every transport, 3 repetitions), as measured{when}{where}; the whole report is "
+        f"image every 200 ms, every transport{', ' + shape if shape else ''}), as measured{when}{where}; the whole report is "
         f"[docs/example_report](docs/example_report/report.md) (`make example-report` measures it again).", "",
         "![step responses over wifi6](docs/example_report/figures/step_response.png)", "",
         first, "", table])
