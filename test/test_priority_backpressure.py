@@ -33,9 +33,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("nothing_left_beh
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 
 EF_TOS = 0xB8
-#: kernel buffer (truesize) of one queued 1472-byte datagram is ~2.3 KB: "about one frame below"
-#: means at most two such buffers (the one the relay just sent and the one htb is holding)
-TWO_DATAGRAMS = 2 * 2400
+#: kernel buffer (truesize) of one queued datagram is ~2.3 KB: "about one frame below" is one
+#: held-back datagram's buffer, plus urgent ones that never wait (a late wake-up may bunch them)
+THREE_DATAGRAMS = 3 * 2400
 
 
 class QdiscSampler(threading.Thread):
@@ -71,7 +71,8 @@ class QdiscSampler(threading.Thread):
 
 def bulk_run(tmp_path: Path, backpressure: bool) -> tuple[Path, QdiscSampler]:
     """A 16 KB / 10 ms bulk flow (13 Mbit/s) beside a 1 KB / 20 ms flow over a 4 Mbit/s
-    ethernet link, through the priority relay (its default pacing: none with backpressure)."""
+    ethernet link, through the priority relay: with backpressure (its defaults: unpaced, the
+    small flow marked EF), or as a plain unpaced queue (no backpressure, no marking)."""
     flows = [{"name": "small", "size_bytes": 1024, "period": 0.02, "count": 150},
              {"name": "bulk", "size_bytes": 16384, "period": 0.01, "count": 300}]
     sampler = QdiscSampler()
@@ -80,8 +81,8 @@ def bulk_run(tmp_path: Path, backpressure: bool) -> tuple[Path, QdiscSampler]:
         _, out = run_campaign(tmp_path / f"bp{int(backpressure)}",
                               {"link": "ethernet", "link_params": {"rate_mbit": 4}, "transport": "priority",
                                "loop": {"type": "none"}, "flows": flows,
-                               "transport_options": {"priority": {"backpressure": backpressure,
-                                                                  "rate_mbit": None if backpressure else 50}}},
+                               "transport_options": {"priority": {} if backpressure else
+                                                     {"backpressure": False, "dscp": False, "rate_mbit": 50}}},
                               f"bp{int(backpressure)}")
     finally:
         sampler.stopping.set()
@@ -101,12 +102,13 @@ def test_low_priority_backlog_waits_in_the_relay_not_in_the_qdisc(tmp_path):
     # with backpressure: the backlog is the relay's, the qdisc holds about one datagram
     assert on["backpressure_bytes"] > 0 and on["rate_mbit"] == 0
     assert on["held_s"] > 0.5 and on["holds"] > 0 and on["held_bytes_max"] > 16384, on
-    assert 0 < on["below_bytes_max"] <= TWO_DATAGRAMS, on
-    assert held_qdisc.samples > 10 and held_qdisc.max_packets <= 2, held_qdisc.max_packets
+    assert 0 < on["below_bytes_max"] <= THREE_DATAGRAMS, on
+    assert held_qdisc.samples > 10 and held_qdisc.max_packets <= 3, held_qdisc.max_packets
     # without: the relay sends faster than the link, the qdisc fills
     assert off["backpressure_bytes"] == 0 and off["held_s"] == 0
-    assert off["below_bytes_max"] > 5 * TWO_DATAGRAMS and free_qdisc.max_packets > 10, (off, free_qdisc.max_packets)
-    # the small flow (the most urgent here: never held) passes in both, earlier with backpressure
+    assert off["below_bytes_max"] > 4 * THREE_DATAGRAMS and free_qdisc.max_packets > 10, (off, free_qdisc.max_packets)
+    # the small flow (the most urgent here: never held) passes in both; without the relay's
+    # mechanisms it waits behind the qdisc's backlog
     small = {name: next(analyse_flow(d, f) for f in recorded_flows(d) if f.name == "small")
              for name, d in (("on", held), ("off", free))}
     assert small["on"]["MDR"] >= 0.97 and small["off"]["MDR"] >= 0.97
