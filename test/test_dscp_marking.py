@@ -163,7 +163,7 @@ def test_loop_marked_ef_and_flow_not(tmp_path, monkeypatch):
     # sample; the flow's ~12 packets per 16 KB message, as many messages as samples, are all in
     # the other class (measured 18 per sample; marked, they would make the first one as large)
     assert 0.8 * samples <= marked <= 3 * samples + 100, last
-    assert other >= 8 * samples, last
+    assert other >= 6 * samples, last
 
 
 def test_dscp_option_reaches_only_the_loops_nodes():
