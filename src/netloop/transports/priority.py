@@ -1,5 +1,5 @@
 """``priority``: the Pound scheme — one relay per host, one UDP socket between hosts, a
-priority per topic and a single paced send queue.
+priority per topic and a single send queue that holds the backlog.
 
 Each host runs ``priority_relay`` (src/relays/priority_relay.cpp). It subscribes the topics
 published on its host (any type), cuts each message into datagrams of one IP packet and
@@ -31,12 +31,16 @@ Options (``transport_options: {priority: {...}}``):
                       ``rate_fraction_2hop`` x on a two-hop chain (every datagram crosses the
                       shared channel twice); no pacing when the link has no capacity
                       (loopback) and none is given.
-  ``rate_fraction``   0.85: the 6 Mbit/s 802.11a link of ``wifi6`` carries ~5.3 Mbit/s of
-                      UDP (1500-byte packets), so datagrams leave at 5.1 Mbit/s.
+  ``rate_fraction``   0.85 (without backpressure): the 6 Mbit/s 802.11a link of ``wifi6``
+                      carries ~5.3 Mbit/s of UDP (1500-byte packets): 5.1 Mbit/s. Measured
+                      2026-11-26 (2-core VM, Pound's two flows, medians of 3): the laser's D
+                      4.82 ms paced, 5.04 with backpressure alone (an image datagram still
+                      waits in the htb ahead of it), 3.26 with backpressure and EF (the htb
+                      serves EF first); a 5.1 Mbit/s cap on top: 3.65. Hence no default pace.
   ``rate_fraction_2hop`` 0.35: the ``wifi6_2hop`` chain carries ~2.7 Mbit/s of UDP end to
                       end; 2.1 Mbit/s leaves room for the loop's traffic both ways.
   ``forward``         ``relay`` (default): on a chain, the relay host's priority_relay
-                      forwards datagrams by their priority with its own pacing; ``ip``:
+                      forwards datagrams by their priority with its own backpressure; ``ip``:
                       the ends address each other and the relay namespace routes (IP).
   ``max_queue_bytes``, ``mtu``, ``overhead_bytes``, ``reassembly_timeout``, ``port``,
   ``compress`` (list of topics to zlib-compress).
