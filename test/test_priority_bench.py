@@ -20,14 +20,15 @@ def test_goals_judge_the_case_with_every_mechanism_against_udps_image():
             _row("priority as Pound built it", "priority", "wifi6", 5.0, 2.5, 1.0, 0.999, 3.40),
             _row("+ DSCP", "priority", "wifi6", 2.9, 1.2, 1.0, 0.9985, 3.36),
             _row("+ qos", "priority", "wifi6_qos", 2.0, 1.0, 1.0, 0.999, 3.40)]
-    g = pb.goals_wifi6(rows)
+    g = pb.goals_on(rows, "wifi6")
     assert g["case"] == "+ DSCP"                       # the last priority row on wifi6 itself
+    assert pb.goals_on(rows, "wifi6_qos")["case"] == "+ qos" and pb.goals_on(rows, "wifi6_2hop") == {}
     assert g["D_ms"] == [2.9, 3.0, True] and g["std_Jd_ms"] == [1.2, 1.5, True]
     assert g["image_MDR"] == [0.9985, 0.998, True]
     assert g["image_bw_vs_udp"][0] == round(3.36 / 3.40, 4) and g["image_bw_vs_udp"][2] is True
     rows[2]["laser"]["D_ms"] = 3.4
     rows[2]["image"]["bandwidth_mbit"] = 3.0             # 12 % below udp's
-    g = pb.goals_wifi6(rows)
+    g = pb.goals_on(rows, "wifi6")
     assert g["D_ms"][2] is False and g["image_bw_vs_udp"][2] is False
 
 
@@ -41,18 +42,18 @@ def test_markdown_has_every_case_and_the_goal_verdicts():
             _row("+ DSCP", "priority", "wifi6", 3.4, 1.2, 1.0, 0.999, 3.40),
             {"label": "+ qos", "transport": "priority", "link": "wifi6_qos", "error": "no valid run", "ratios": {}}]
     res = {"two_flow": {"laser_count": 750,
-                        "wifi6": {"link": "wifi6", "image_period_s": 0.15, "rows": rows, "goals": pb.goals_wifi6(rows)}},
+                        "wifi6": {"link": "wifi6", "image_period_s": 0.15, "rows": rows, "goals": [pb.goals_on(rows, "wifi6")]}},
            "loop": {"frame_air_ms": 2.23, "rows": [
                {"label": "udp", "transport": "udp", "link": "wifi6",
                 "perturbed": {"rtt_p50_ms": 5.0, "rtt_p99_ms": 20.0, "runs": 2},
                 "unperturbed": {"rtt_p50_ms": 4.0, "rtt_p99_ms": 6.0}, "p99_excess_frames": 6.28,
                 "step_rank": 1, "step_count": 16, "step_iae_median": 5.93, "step_iae_ci": [4.74, 7.52],
                 "step_verdict": "best"}],
-               "goals": {"case": "udp", "p99_excess_frames": [6.28, 2.0, False]}}}
+               "goals": [{"case": "udp", "p99_excess_frames": [6.28, 2.0, False]}]}}
     text = "\n".join(pb.markdown(res))
     assert "| udp | 40.00 |" in text and "| + DSCP | 3.40 |" in text and "| + qos | no valid run |" in text
-    assert "- D_ms: 3.4 (goal 3.0): **not met**" in text and "- std_Jd_ms: 1.2 (goal 1.5): met" in text
-    assert "RTT p99 excess [frames]: 6.28 (goal 2.0): **not met**" in text
+    assert "- laser D [ms] ≤ 3: 3.4, **not met**" in text and "- laser std(J_d) [ms] ≤ 1.5: 1.2, met" in text
+    assert "- RTT p99 excess [frames] ≤ 2: 6.28, **not met**" in text
     assert "| udp | 5.00 | 20.00 | 6.00 | 6.28 | 16 | 5.93 [4.74–7.52] | best |" in text
     assert pb.markdown({"skipped": "needs root"}) == ["Skipped: needs root", ""]
 
@@ -83,3 +84,14 @@ def test_the_loop_cases_are_ranked_by_their_steps_with_intervals():
     second = by["fast"] if by["fast"]["step_rank"] == 2 else by["fast too"]
     assert second["step_verdict"] == "not a clear difference"
     assert by["broken"]["step_rank"] is None and by["broken"]["step_iae_median"] is None
+
+
+def test_a_laser_alone_row_has_no_image_and_is_not_judged():
+    rows = [_row("udp", "udp", "wifi6", 40.0, 30.0, 1.0, 0.999, 3.40),
+            {**_row("alone", "priority", "wifi6", 2.5, 0.5, 1.0, 1.0, 0.0)}, _row("all", "priority", "wifi6", 3.1, 1.1,
+                                                                                   1.0, 1.0, 3.4)]
+    del rows[1]["image"]
+    assert pb.goals_on(rows, "wifi6")["case"] == "all"
+    text = "\n".join(pb.markdown({"two_flow": {"laser_count": 10, "wifi6": {
+        "link": "wifi6", "image_period_s": 0.15, "rows": rows, "goals": []}}}))
+    assert "| alone | 2.50 | 5.00 | 0.50 | 100.0 % | – | – |" in text
