@@ -362,7 +362,8 @@ def docs_block(bench: dict[str, Any]) -> str:
         why = f" ({part['skipped']})" if part else ""
         return f"Not measured yet{why}: `make bench BENCH_ARGS=\"--only priority\"` (root; about 20 minutes)."
     h = bench.get("host") or {}
-    when = (bench.get("dates") or {}).get("priority") or bench.get("date")
+    when = str((bench.get("dates") or {}).get("priority") or bench.get("date") or "?")
+    when = when[:16].replace("T", " ") + (" UTC" if when.endswith("+00:00") else "")
     return "\n".join([f"Measured {when} on {h.get('cpu', '?')}, {h.get('cores', '?')} cores, kernel "
                       f"{h.get('kernel', '?')} (shared; one run per case), by `make bench` "
                       "(`BENCH_ARGS=\"--only priority\"` runs this part alone):", "", *markdown(part)]).rstrip()
