@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import baseline, degradation, metrics, plots, prediction
+from . import baseline, degradation, metrics, plots, prediction, step_plots
 from .rendering import Section
 from .results import ConditionGroup, RunAnalysis, RunPoint
 from .tables import fmt, median_of, percent_text, sig
@@ -132,18 +132,27 @@ def robots_section(good: list[RunAnalysis], swept: bool) -> Section:
 def step_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Section:
     section = Section("Step response against the local baseline")
     for setting in study.settings:
-        runs = [a.loop for a in good if degradation.setting_of(a) == setting]
+        of_setting = [a for a in good if degradation.setting_of(a) == setting]
+        runs = [a.loop for a in of_setting]
         if not runs:
             continue
         where = f", {setting}" if study.swept else ""
         fig = fig_dir / (f"step_response__{slug(setting)}.png" if study.swept else "step_response.png")
-        aggregate = len({a.transport for a in good if degradation.setting_of(a) == setting}) < len(runs)
-        plots.step_overlay(runs, fig, title="RLC loop step response" + where, aggregate=aggregate)
+        square = bool(runs[0].steps)
+        if square:   # one repetition: the same steps for every transport (the phase differs between them)
+            runs = [runs[i] for i in step_plots.first_repetition([a.run_id for a in of_setting])] or runs[:1]
+            aggregate = False
+            plots.step_overlay(runs, fig, title="RLC loop, square-wave reference" + where, aggregate=False,
+                               scale_to=step_plots.typical_runs([1e3 * r.deviation["IAE"] for r in runs]))
+        else:
+            aggregate = len({a.transport for a in of_setting}) < len(runs)
+            plots.step_overlay(runs, fig, title="RLC loop step response" + where, aggregate=aggregate)
         end = plots.transient_end([r for r in runs if r.ok])
         if study.swept:
             section.h(3, setting)
         what = ("per transport the median of its runs (line) and their min–max (band)" if aggregate else
-                "y(t) of every run")
+                "y(t) of each transport's first repetition (the same steps for all; a response far off the "
+                "others is cut at the frame)" if square else "y(t) of every run")
         section.fig(fig, f"{what[0].upper() + what[1:]} over the local baseline (black dashed){where}, the first "
                          f"{sig(end, 2)} s; lower panel: y − baseline [mV]"
                          + (_faults_caption(runs[0].fault_kinds or ["outage"]) if runs[0].outage_windows_s else "")

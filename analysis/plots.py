@@ -95,10 +95,14 @@ def _scale_to_settled(runs: list[dict], end: float, ax, dev) -> None:
     (what they swing beyond is cut at the frame, and the legend says which did not settle), so
     that one unstable transport does not flatten every other one into a line."""
     settled = [r for r in runs if _settled(r)]
-    if not settled or len(settled) == len(runs):
-        return
+    if settled and len(settled) < len(runs):
+        _scale_to(settled, end, ax, dev)
+
+
+def _scale_to(shown: list[dict], end: float, ax, dev) -> None:
+    """Both panels' limits from ``shown`` runs and their baseline only."""
     ys, devs = [], []
-    for r in settled:
+    for r in shown:
         t = np.asarray(r["t"], float)
         keep = t <= end
         y, b = np.asarray(r["y"], float)[keep], np.asarray(r["baseline_y"], float)[keep]
@@ -127,13 +131,16 @@ def group_by_transport(runs: list[dict]) -> dict[str, list[dict]]:
 
 
 def step_overlay(runs: Iterable[dict], path: Path, title: str = "RLC loop step response",
-                 aggregate: bool | None = None) -> Path:
+                 aggregate: bool | None = None, scale_to: list[int] | None = None) -> Path:
     """Networked step responses over the local baseline (black dashed, on top), in the manner
     of the Pound paper's control-loop figure, cropped to the transient (:func:`transient_end`);
     the lower panel shows each response's deviation from the baseline [mV], where small
     differences become visible. With several runs per transport (``aggregate`` None: decided
     so), one median line per transport with a min–max band over its runs; else one line per
-    run."""
+    run. ``scale_to``: indices (into ``runs``) of the runs the panels are scaled to (the
+    others are cut at the frame), in place of the runs that settled."""
+    runs = list(runs)
+    shown_scale = [runs[i] for i in scale_to or [] if runs[i].get("ok")]
     runs = [r for r in runs if r.get("ok")]
     groups = group_by_transport(runs)
     if aggregate is None:
@@ -183,7 +190,10 @@ def step_overlay(runs: Iterable[dict], path: Path, title: str = "RLC loop step r
             diff_mv = [1e3 * (a - b) for a, b in zip(r["y"][:n], r["baseline_y"][:n])]
             dev.step(r["t"][:n], diff_mv, where="post", color=color, lw=1.1, alpha=0.9, zorder=3)
     ax.set_xlim(-0.02 * end, end)
-    _scale_to_settled(runs, end, ax, dev)
+    if scale_to is not None and shown_scale and len(shown_scale) < len(runs):
+        _scale_to(shown_scale, end, ax, dev)
+    elif scale_to is None:
+        _scale_to_settled(runs, end, ax, dev)
     ax.set_ylabel("capacitor voltage y = Vc [V]")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import degradation, plots, repeated_steps
+from . import degradation, plots, repeated_steps, step_plots
 from .rendering import Section
+from .loop_sections import slug
 from .results import RunAnalysis
 
 RULES = ("Each step of every repetition is one sample; the interval is a 95 % percentile bootstrap of the "
@@ -63,6 +64,13 @@ def section(runs: list[RunAnalysis], fig_dir: Path) -> Section:
                 rows.append([r.group.transport, direction, len(steps)] +
                             [f"{g.median(m):.3g} [{repeated_steps._ci(g.interval(m))}]" if g.values(m) else "–"
                              for m in ("iae_mVs", "delta_overshoot_pp", "delta_settling_s")])
+    for setting, ranked in ranked_by_setting(runs).items():
+        name = "step_intervals.png" if setting == degradation.NO_SWEEP else f"step_intervals__{slug(setting)}.png"
+        where = "" if setting == degradation.NO_SWEEP else f" ({setting})"
+        path = step_plots.step_intervals(ranked, fig_dir / name, title="Each step against the local loop" + where)
+        out.fig(path, "Every step's IAE(y − baseline) per transport (dots), the median (bar) and its 95 % bootstrap "
+                      "interval (thick line), best at the top; the shaded band is the best transport's interval: "
+                      "a transport whose interval lies wholly right of it is clearly worse" + where + ".")
     out.p("Per direction of the step: median [95 % bootstrap interval] of IAE(y − baseline) [mV·s], and of the "
           "overshoot and settling time against the baseline's step (Δ, pp and s).")
     out.table(["transport", "step", "steps", "IAE(y − baseline) [mV·s]", "Δovershoot [pp]", "Δsettling [s]"], rows)

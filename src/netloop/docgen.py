@@ -548,13 +548,16 @@ def headline(ctx: Context) -> str:
     where = f" ({host.group(1)})" if host else ""
     first = summary.split("\n\n")[0].strip()
     reps = re.search(r"^- repetitions: (\d+)", md, re.M)
+    figure = ("![each step of every transport against the local loop](docs/example_report/figures/step_intervals.png)"
+              if (report.parent / "figures" / "step_intervals.png").is_file() else
+              "![step responses over wifi6](docs/example_report/figures/step_response.png)")
     shape = ", ".join(x for x in ("a square-wave reference" if "repeated steps" in first else "",
                                   f"{reps.group(1)} repetitions" if reps else "") if x)
     return "\n".join([
         f"The default experiment (`make run`: the RLC loop over emulated 802.11a at 6 Mbit/s beside a 64 KB "
         f"image every 200 ms, every transport{', ' + shape if shape else ''}), as measured{when}{where}; the whole report is "
         f"[docs/example_report](docs/example_report/report.md) (`make example-report` measures it again).", "",
-        "![step responses over wifi6](docs/example_report/figures/step_response.png)", "",
+        figure, "",
         first, "", table])
 
 
