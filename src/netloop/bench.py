@@ -84,11 +84,11 @@ def echo_rate(work: Path, transport: str, seconds: float = 2.0) -> dict[str, Any
     return {"transport": transport, "sustained_hz": best, "steps": steps}
 
 
-def _optional(module: str, what: str) -> dict[str, Any]:
-    """``run_all()`` of a component's bench module; a failure is reported, not fatal."""
+def _optional(module: str, what: str, **kwargs: Any) -> dict[str, Any]:
+    """``run_all(**kwargs)`` of a component's bench module; a failure is reported, not fatal."""
     import importlib  # noqa: PLC0415
     try:
-        return importlib.import_module(module).run_all()
+        return importlib.import_module(module).run_all(**kwargs)
     except Exception as err:  # e.g. not root, or the component is missing here
         return {"skipped": f"{what}: {type(err).__name__}: {err}"}
 
@@ -246,7 +246,8 @@ PARTS: dict[str, tuple[str, Callable[[Path, Path], Any]]] = {
     "simulator": ("simulator", lambda out, work: _optional("netloop.sim.sim_bench", "simulator")),
     "relays": ("relay transports", lambda out, work: _optional("netloop.transports.relay_bench", "relay transports")),
     "priority": ("the priority relay's mechanisms, one at a time (two flows; the loop)",
-                 lambda out, work: _optional("netloop.transports.priority_bench", "priority relay mechanisms")),
+                 lambda out, work: _optional("netloop.transports.priority_bench", "priority relay mechanisms",
+                                             out_dir=out / "priority")),   # its campaigns kept there
     "ros2": ("ROS 2 middlewares (and ddsperf)",
              lambda out, work: _optional("netloop.transports.ros2_bench", "ROS 2 middlewares")),
     "calibration": ("calibration of wifi6 (netloop calibrate wifi6)", _calibration_part),

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "netloop/LoopSample.h"
 #include "netloop/ros2/cdr.h"
@@ -44,10 +45,24 @@ const char* kFastXml =
     "  </builtin></rtps></participant>\n"
     "</profiles></dds>\n";
 
+// The configuration files this process wrote, removed when it exits; a forked child that
+// exits leaves them to the process that wrote them.
+struct ConfigFiles {
+  pid_t owner = getpid();
+  std::vector<std::string> paths;
+  ~ConfigFiles() {
+    if (getpid() == owner)
+      for (const auto& path : paths) unlink(path.c_str());
+  }
+};
+
 std::string configFile(const std::string& middleware) {
+  static ConfigFiles written;
   std::string path = "/tmp/netloop_test_ros2_" + middleware + "_" + std::to_string(getpid()) +
                      (middleware == "cyclonedds" ? ".xml" : ".fastdds.xml");
   std::ofstream(path) << (middleware == "cyclonedds" ? kCycloneXml : kFastXml);
+  if (getpid() == written.owner && std::find(written.paths.begin(), written.paths.end(), path) == written.paths.end())
+    written.paths.push_back(path);
   return path;
 }
 

@@ -23,6 +23,7 @@ image MDR >= 99.8 % and image bandwidth within 2 % of ``udp``'s; on ``wifi6_2hop
 >= 99 %; in the loop, ``priority``'s RTT p99 within 2 air times of a 1,500-byte frame of its
 unperturbed p99.
 
+``make bench`` keeps the campaigns of this part in ``bench/priority/`` (each row names its own).
 Run alone: ``python -m netloop.transports.priority_bench [--out DIR] [--quick]`` (root).
 """
 from __future__ import annotations
@@ -360,7 +361,7 @@ def docs_block(bench: dict[str, Any]) -> str:
     part = bench.get("priority")
     if not part or "skipped" in part:
         why = f" ({part['skipped']})" if part else ""
-        return f"Not measured yet{why}: `make bench BENCH_ARGS=\"--only priority\"` (root; about 20 minutes)."
+        return f"Not measured yet{why}: `make bench BENCH_ARGS=\"--only priority\"` (root; about 12 minutes)."
     h = bench.get("host") or {}
     when = str((bench.get("dates") or {}).get("priority") or bench.get("date") or "?")
     when = when[:16].replace("T", " ") + (" UTC" if when.endswith("+00:00") else "")
