@@ -164,7 +164,7 @@ def loop_section(study, descriptions: dict[str, str]) -> Section | None:
         if study.swept:
             section.h(3, setting)
         section.table(LOOP_HEADER, table_rows(ranked))
-    return _describe(section, descriptions, [g.transport for g in groups])
+    return describe(section, descriptions, [g.transport for g in groups])
 
 
 # -- flows only -----------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def flow_section(runs: list[RunAnalysis], transport_order: list[str] | None,
                 continue
             section.h(3, f"Flow `{entry}`" + (f", {setting}" if swept else ""))
             section.table(_flow_header(word), table_rows(rank(cands, "ms")))
-    return _describe(section, descriptions, [a.transport for a in runs])
+    return describe(section, descriptions, [a.transport for a in runs])
 
 
 # -- teleoperation ------------------------------------------------------------------------------
@@ -267,17 +267,13 @@ def teleop_section(runs: list[RunAnalysis], descriptions: dict[str, str]) -> Sec
             section.h(3, setting)
         header = TELEOP_HEADER if local else TELEOP_HEADER[:2] + ["odometry delay p50 [ms]"] + TELEOP_HEADER[3:]
         section.table(header, table_rows(rank(cands, "s" if local else "ms")))
-    return _describe(section, descriptions, [a.transport for a in remote])
+    return describe(section, descriptions, [a.transport for a in remote])
 
 
 # -- what each transport is -----------------------------------------------------------------------
 
 def describe(section: Section, descriptions: dict[str, str], transports: list[str]) -> Section:
     """``section`` with the list of what each of ``transports`` is, where described."""
-    return _describe(section, descriptions, transports)
-
-
-def _describe(section: Section, descriptions: dict[str, str], transports: list[str]) -> Section:
     items = [f"**{t}**: {descriptions[t]}" for t in dict.fromkeys(transports) if descriptions.get(t)]
     if items:
         section.p("The transports:").ul(items)

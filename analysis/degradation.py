@@ -107,12 +107,6 @@ def repetition_of(run_id: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def median_or_nan(values) -> float:
-    """The median of the finite values, NaN for none."""
-    v = [x for x in values if x is not None and math.isfinite(x)]
-    return float(np.median(v)) if v else math.nan
-
-
 def run_point(a: LoopRunResult, prediction: PredictionResult | None = None) -> RunPoint:
     """The point of one analysed loop run."""
     condition, setting, settings = cell_of(a)
@@ -124,12 +118,12 @@ def run_point(a: LoopRunResult, prediction: PredictionResult | None = None) -> R
     p.iae_dev_mVs, p.delta_IAE = 1e3 * a.deviation["IAE"], a.delta_IAE
     p.overshoot, p.delta_overshoot_pp, p.settling_s = step["Overshoot"], a.delta_overshoot_pp, step["SettlingTime"]
     p.verdict = verdict(a.t, a.y, step, a.reference if a.reference is not None else 1.0)
-    if a.steps:   # a square wave: whether its steps settled, not the whole run's (repeated_steps)
-        from .repeated_steps import run_verdict  # noqa: PLC0415
+    if a.steps:   # a square wave: whether its steps settled, not the whole run's (repeated_steps);
+        # its delta_overshoot_pp is already the steps' median (loop_run)
+        from .repeated_steps import finite_median, run_verdict  # noqa: PLC0415
         p.verdict = run_verdict(a.y, a.steps, a.reference if a.reference is not None else 1.0)
-        p.overshoot, p.settling_s = (median_or_nan(s["overshoot_pct"] for s in a.steps),
-                                     median_or_nan(s["settling_s"] for s in a.steps))
-        p.delta_overshoot_pp = median_or_nan(s["delta_overshoot_pp"] for s in a.steps)
+        p.overshoot, p.settling_s = (finite_median(s["overshoot_pct"] for s in a.steps),
+                                     finite_median(s["settling_s"] for s in a.steps))
     for stat in ("mean", "std", "p50", "p95", "p99"):
         setattr(p, f"rtt_{stat}_ms", rtt.get(f"{stat}_ms"))
     p.mdr_y, p.mdr_u, p.stale_u = sensor.MDR, act.MDR, a.stale_actuations

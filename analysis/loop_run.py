@@ -163,7 +163,7 @@ def analyse_loop_run(run: LoopRun) -> LoopRunResult:
     if out.steps:
         out.delay_trace = delay_trace(run, y_tx, u_arrived)
         out.unstable = repeated_steps.run_verdict(y, out.steps, float(np.max(np.abs(r)))) == "unstable"
-        out.delta_overshoot_pp = float(np.nanmedian([s["delta_overshoot_pp"] for s in out.steps]))
+        out.delta_overshoot_pp = repeated_steps.finite_median(s["delta_overshoot_pp"] for s in out.steps)
     return out
 
 

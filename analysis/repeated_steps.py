@@ -80,6 +80,12 @@ def step_list(loop: dict[str, Any]) -> list[tuple[int, float, float]]:
     return reference.step_list([(int(k), float(v)) for k, v in loop.get("reference_schedule") or ()])
 
 
+def finite_median(values) -> float:
+    """The median of the finite values, NaN for none (a step that did not settle has no settling time)."""
+    v = [x for x in values if x is not None and math.isfinite(x)]
+    return float(np.median(v)) if v else math.nan
+
+
 # -- per step ---------------------------------------------------------------------------------------
 
 def step_windows(steps: list[tuple[int, float, float]], samples: int) -> list[tuple[int, int, float, float]]:

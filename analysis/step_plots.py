@@ -3,11 +3,11 @@ uses (:func:`step_intervals`), and which runs a step-response overlay of a squar
 (:func:`first_repetition`, :func:`typical_runs`)."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 
+from .degradation import repetition_of
 from .plots import plt, transport_color
 from .repeated_steps import RankedSteps
 
@@ -50,7 +50,7 @@ def first_repetition(run_ids: list[str]) -> list[int]:
     """Indices of the runs of the first repetition (run id ending ``-r0``): with a random phase the
     steps differ between repetitions but are the same for every transport within one, so an
     overlay of square-wave responses shows one repetition, not a median across different steps."""
-    return [i for i, rid in enumerate(run_ids) if re.search(r"-r0$", rid)]
+    return [i for i, rid in enumerate(run_ids) if repetition_of(rid) == 0]
 
 
 def typical_runs(deviation_iae: list[float], factor: float = 10.0) -> list[int]:

@@ -293,14 +293,14 @@ def parse_link_params(items: list[str]) -> dict:
 
 def main(args) -> int:
     parts = ["tables", "fig19"] if args.part == "all" else [args.part]
+    link_params = parse_link_params(args.link_param)
     given = {"tables": args.results, "fig19": args.fig19_results}
     campaigns = {p: Path(given[p]) for p in parts if given[p]}
     if not campaigns:     # nothing given: run what was asked for
         transports = args.transports.split(",") if args.transports else None
-        campaigns = run_campaigns(args.profile, parts, transports, args.results_parent,
-                                  parse_link_params(args.link_param))
+        campaigns = run_campaigns(args.profile, parts, transports, args.results_parent, link_params)
     report, text = summarize(campaigns, args.profile)
-    qos = air_qos_line(args.profile, parse_link_params(args.link_param))
+    qos = air_qos_line(args.profile, link_params)
     print(text + (f"\n\n{qos}" if qos else ""))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))

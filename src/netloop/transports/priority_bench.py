@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..studies.core import campaign_runs, median
+
 #: Table I (laser) of the Pound paper: D and std(J_d) [ms]
 PUBLISHED = {"Pound": {"D_ms": 4.1, "std_Jd_ms": 2.0}, "RT-WMP": {"D_ms": 4.7, "std_Jd_ms": 2.8}}
 GOALS = {"D_ms": 3.0, "std_Jd_ms": 1.5, "image_MDR": 0.998, "image_bw_vs_udp": 0.02, "image_MDR_2hop": 0.99,
@@ -90,11 +92,6 @@ def _run_campaign(doc: dict, out: Path, name: str) -> Path:
     return camp
 
 
-def _valid_runs(camp: Path) -> tuple[list, dict]:
-    from ..studies.core import campaign_runs  # noqa: PLC0415
-    return campaign_runs(camp)
-
-
 def _flow_row(flow: dict) -> dict[str, Any]:
     d = flow.get("delay") or {}
     return {"D_ms": d.get("mean_ms"), "D_p99_ms": d.get("p99_ms"),
@@ -119,7 +116,7 @@ def two_flow_case(out: Path, case: Case, image_period: float, laser_count: int) 
     if case.transport == "priority":
         doc["transport_options"].setdefault("priority", {})["rt_priority"] = 5
     camp = _run_campaign(doc, out, doc["name"])
-    runs, counts = _valid_runs(camp)
+    runs, counts = campaign_runs(camp)
     row: dict[str, Any] = {"label": case.label, "transport": case.transport, "link": case.link,
                            "options": case.options, "campaign": str(camp), "invalid_runs": counts["invalid"]}
     if not runs:
@@ -207,13 +204,13 @@ def loop_case(out: Path, case: Case) -> dict[str, Any]:
     for which, flows, reps in (("perturbed", base["flows"], base["repetitions"]), ("unperturbed", [], 1)):
         doc = dict(base, flows=flows, repetitions=reps, name=f"bench_loop_{which}_{_slug(case)}")
         camp = _run_campaign(doc, out, doc["name"])
-        runs, counts = _valid_runs(camp)
+        runs, counts = campaign_runs(camp)
         if not runs:
             row[which] = {"error": "no valid run", "campaign": str(camp)}
             continue
         rtt = [r.get("rtt") or {} for r in runs]
-        row[which] = {"rtt_p50_ms": _median([x.get("p50_ms") for x in rtt]),
-                      "rtt_p99_ms": _median([x.get("p99_ms") for x in rtt]),
+        row[which] = {"rtt_p50_ms": median([x.get("p50_ms") for x in rtt]),
+                      "rtt_p99_ms": median([x.get("p99_ms") for x in rtt]),
                       "runs": len(runs), "invalid_runs": counts["invalid"], "campaign": str(camp)}
         if which == "perturbed":
             row["steps"] = [s for r in runs for s in (r.get("steps") or [])]
@@ -221,14 +218,6 @@ def loop_case(out: Path, case: Case) -> dict[str, Any]:
     if p.get("rtt_p99_ms") is not None and u.get("rtt_p99_ms") is not None:
         row["p99_excess_frames"] = round((p["rtt_p99_ms"] - u["rtt_p99_ms"]) / FRAME_AIR_MS, 2)
     return row
-
-
-def _median(values: list) -> float | None:
-    v = sorted(x for x in values if x is not None)
-    if not v:
-        return None
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
 
 
 def rank_cases(rows: list[dict]) -> None:

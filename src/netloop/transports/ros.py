@@ -27,21 +27,23 @@ class _LoopMarking(Transport):
     """The ``dscp`` option of ROS's transports: the loop's nodes get ``~dscp``."""
 
     options_schema = OPTIONS
+    dscp = "none"                                  # until start() reads the option
+    control_topics: frozenset[str] = frozenset()
 
     def start(self, ctx: TransportContext) -> None:
         self.dscp = validate(OPTIONS, ctx.options or {})["dscp"]
-        self.control_topics = {t.topic for t in ctx.topics if t.control}
+        self.control_topics = frozenset(t.topic for t in ctx.topics if t.control)
 
     def endpoint_params(self, topic: str, message_bytes: int | None = None, role: str = "subscriber",
                         node: str | None = None, host: str | None = None,
                         qos: dict[str, Any] | None = None) -> dict[str, Any]:
         out = super().endpoint_params(topic, message_bytes, role, node, host, qos)
-        if getattr(self, "dscp", "none") != "none" and topic in self.control_topics:
+        if self.dscp != "none" and topic in self.control_topics:
             out["dscp"] = self.dscp
         return out
 
     def metadata(self) -> dict[str, Any]:
-        return super().metadata() | {"dscp": getattr(self, "dscp", "none")}
+        return super().metadata() | {"dscp": self.dscp}
 
 
 class RosTransport(_LoopMarking):
