@@ -63,8 +63,8 @@ test-fast:
 	@echo "== Python unit tests (pytest -m 'not integration and not root')"
 	@$(ENV) $(PY) -m pytest test -m "not integration and not root" $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests selected"; exit 0; fi; exit $$rc
 
-# BENCH_ARGS="--only priority" runs only that part (others: netloop bench --help); the other parts'
-# figures already in bench/bench.json are kept.
+# The benchmark suite (src/netloop/bench_suite.py): BENCH_ARGS="--only priority" runs only that part
+# (others: netloop bench --help); the other parts' figures already in bench/bench.json are kept.
 BENCH_ARGS ?=
 bench: build
 	@$(ENV) bin/netloop bench --out bench $(BENCH_ARGS)

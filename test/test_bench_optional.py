@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from netloop import bench
+from netloop import bench_suite
 
 
 def test_a_missing_dependency_of_a_bench_part_is_named(monkeypatch):
@@ -16,10 +16,10 @@ def test_a_missing_dependency_of_a_bench_part_is_named(monkeypatch):
         return real(name, package)
 
     monkeypatch.setattr(importlib, "import_module", import_module)
-    for got, what in ((bench.testbed_figures(), "testbed"), (bench._optional("netloop.sim.sim_bench", "simulator"),
-                                                             "simulator")):
+    for got, what in ((bench_suite.testbed_figures(), "testbed"),
+                      (bench_suite._optional("netloop.sim.sim_bench", "simulator"), "simulator")):
         assert got == {"skipped": f"{what}: ModuleNotFoundError: No module named 'pybullet'"}
-    assert bench._testbed_md(bench.testbed_figures()) == [
+    assert bench_suite._testbed_md(bench_suite.testbed_figures()) == [
         "Skipped: testbed: ModuleNotFoundError: No module named 'pybullet'", ""]
 
 
@@ -35,15 +35,16 @@ def test_only_runs_the_parts_asked_and_keeps_the_others_figures(tmp_path, monkey
             return value
         return run
 
-    monkeypatch.setattr(bench, "PARTS", {"testbed": ("t", part("testbed", {"skipped": "first"})),
+    monkeypatch.setattr(bench_suite, "PARTS", {"testbed": ("t", part("testbed", {"skipped": "first"})),
                                          "priority": ("p", part("priority", {"skipped": "second"}))})
-    assert bench.main(tmp_path) == 0 and calls == ["testbed", "priority"]
+    assert bench_suite.main(tmp_path) == 0 and calls == ["testbed", "priority"]
     first = json.loads((tmp_path / "bench.json").read_text())
-    monkeypatch.setattr(bench, "PARTS", dict(bench.PARTS, priority=("p", part("priority", {"skipped": "again"}))))
-    assert bench.main(tmp_path, "priority") == 0 and calls[-1] == "priority" and len(calls) == 3
+    monkeypatch.setattr(bench_suite, "PARTS",
+                        dict(bench_suite.PARTS, priority=("p", part("priority", {"skipped": "again"}))))
+    assert bench_suite.main(tmp_path, "priority") == 0 and calls[-1] == "priority" and len(calls) == 3
     got = json.loads((tmp_path / "bench.json").read_text())
     assert got["testbed"] == {"skipped": "first"} and got["priority"] == {"skipped": "again"}
     assert got["dates"]["testbed"] == first["dates"]["testbed"]
     assert "Skipped: again" in (tmp_path / "bench.md").read_text()
     with pytest.raises(ValueError, match="unknown part nope; one or more of testbed, priority"):
-        bench.parse_only("priority,nope")
+        bench_suite.parse_only("priority,nope")

@@ -120,20 +120,20 @@ def test_fig19_table_leaves_lagged_runs_out_and_counts_a_silent_cell_as_zero(tmp
 
 
 def test_make_bench_shows_the_calibration_and_the_runs_left_out(tmp_path):
-    from netloop import bench
+    from netloop import bench_suite
     res = _bandwidth_campaign(tmp_path, {"tcp": dict(zip(SIZES, (4.1, 4.0, 3.9, 4.2, 4.0)))},
                               invalid={"tcp__size_bytes=1024-r0"})
     report, text = calibrate.summarize({"fig19": res}, "wifi6")
-    md = "\n".join(bench._calibration_md(dict(report, text=text)))
+    md = "\n".join(bench_suite._calibration_md(dict(report, text=text)))
     assert "runs left out because ns-3 lagged real time: **1**" in md
     assert "| tcp | TCP: flat ≈ 4 | 4.00 | 3.90 | 4.20 | 4.00 | ok |" in md
-    assert bench._calibration_md({"skipped": "not root"}) == ["Skipped: not root", ""]
+    assert bench_suite._calibration_md({"skipped": "not root"}) == ["Skipped: not root", ""]
     load = {"profile": "wifi6", "hogs": 2, "cpus": 2,
             "normal": {"goodput_mbit_s": 3.1, "mean_lag_ms": 40.0, "max_lag_ms": 900.0, "late_fraction": 0.3,
                        "valid": False, "rt_priority": 0},
             "rt_priority": {"goodput_mbit_s": 4.6, "mean_lag_ms": 0.1, "max_lag_ms": 2.0, "late_fraction": 0.0,
                             "valid": True, "rt_priority": 10}}
-    tb = "\n".join(bench._testbed_md({"up_down": {}, "lag_under_load": load}))
+    tb = "\n".join(bench_suite._testbed_md({"up_down": {}, "lag_under_load": load}))
     assert "| normal (rt_priority 0) | 3.1 | 40.0 | 900.0 | 30.00 % | False |" in tb
     assert "| SCHED_FIFO 10 | 4.6 | 0.1 | 2.0 | 0.00 % | True |" in tb
 

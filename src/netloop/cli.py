@@ -137,13 +137,13 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from . import bench
+    from . import bench_suite
     try:
-        bench.parse_only(args.only)
+        bench_suite.parse_only(args.only)
     except ValueError as err:
         print(f"netloop bench: {err}", file=sys.stderr)
         return 2
-    return bench.main(Path(args.out), args.only)
+    return bench_suite.main(Path(args.out), args.only)
 
 
 #: Set by bin/netloop when it runs without the built package: what is missing (".venv, .build").

@@ -7,7 +7,7 @@ JSON-ready dict:
   operator by native nodes with ROS 2's default QoS (reliable, volatile, keep last 10): median,
   p99, MDR, and the median's ratio to ``tcp_nodelay``'s on the same link;
 * ``echo``: per transport the highest rate the RLC plant/controller pair sustains on loopback
-  (:func:`netloop.bench.echo_rate`: >= 99 % answered, rate within 1 %);
+  (:func:`netloop.bench_suite.echo_rate`: >= 99 % answered, rate within 1 %);
 * ``ddsperf``: Cyclone DDS's own ``ddsperf ping 50Hz size 4k`` / ``pong`` (Debian's
   ``cyclonedds-tools``) on the same links, with the same Cyclone configuration netloop
   generates for its nodes (``netloop.ros2.config.cyclonedds_xml``): the round trip's median per
@@ -71,7 +71,7 @@ def latency(out: Path, link: str, count: int = 500) -> dict[str, Any]:
 
 
 def echo(work: Path) -> list[dict[str, Any]]:
-    from ..bench import echo_rate  # noqa: PLC0415
+    from ..bench_suite import echo_rate  # noqa: PLC0415
     rows = []
     for transport in TRANSPORTS:
         try:
@@ -214,7 +214,7 @@ def markdown(r: dict[str, Any]) -> list[str]:
 def write_bench(bench_dir: Path, ros2: dict[str, Any]) -> None:
     """Put ``ros2`` into ``bench_dir``/bench.json (kept: the other parts of an earlier ``make
     bench``) and rewrite bench.md from it."""
-    from .. import bench  # noqa: PLC0415
+    from .. import bench_suite  # noqa: PLC0415
     from ..rundir import host_info, now_iso  # noqa: PLC0415
     bench_dir.mkdir(parents=True, exist_ok=True)
     path = bench_dir / "bench.json"
@@ -222,7 +222,7 @@ def write_bench(bench_dir: Path, ros2: dict[str, Any]) -> None:
     results["ros2"] = dict(ros2, date=now_iso())
     path.write_text(json.dumps(results, indent=1, default=str))
     if "latency" in results and "echo" in results and "testbed" in results:
-        text = bench._md(results)
+        text = bench_suite._md(results)
     else:   # only this part measured here
         h = results["host"]
         text = "\n".join([f"# netloop benchmarks ({results['ros2']['date']})", "",

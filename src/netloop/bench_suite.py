@@ -1,4 +1,7 @@
-"""``netloop bench`` (``make bench``): speed is measured here, not in timed tests.
+"""The ``make bench`` suite (``netloop bench``): speed is measured here, not in timed tests.
+Its own parts (loop latency and echo rate per transport) are in this module; the others are
+the benches of their components (``testbed.link_bench``, ``sim.sim_bench``,
+``transports.relay_bench``, ``priority_bench``, ``ros2_bench``, ``calibrate_link``).
 
 Measured on loopback with the real nodes and a real master, written to bench/bench.md and
 bench/bench.json with the machine it ran on:
