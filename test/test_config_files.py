@@ -59,3 +59,25 @@ def test_a_bad_hosts_file_is_named_in_the_experiments_errors(tmp_path):
     r = subprocess.run([NETLOOP, "validate", str(exp), "--machines", str(tmp_path / "empty_hosts.yaml")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "the file is empty" in r.stderr and "empty_hosts.yaml" in r.stderr, r.stderr
+
+
+def test_the_shared_reader_gives_one_line_per_kind_of_bad_file(tmp_path):
+    """load_config_file: what every configuration file (experiment, link profile, hosts file,
+    transport options) is read through."""
+    from netloop.schema import load_config_file
+    cases = {"syntax.yaml": ("a: [1, 2\nb: 3\n", "not valid YAML at line 2, column 2"),
+             "list.yaml": ("- 1\n- 2\n", "expected a mapping of keys at the top level, got a list"),
+             "scalar.yaml": ("just words\n", "expected a mapping of keys at the top level, got a string"),
+             "syntax.json": ('{"a": 1,\n "b": }', "not valid JSON at line 2, column 7"),
+             "blank.json": ("  \n", "the file is empty"),
+             "missing.yaml": (None, "file not found")}
+    for name, (text, words) in cases.items():
+        if text is not None:
+            (tmp_path / name).write_text(text)
+        with pytest.raises(ConfigError) as err:
+            load_config_file(str(tmp_path / name))
+        assert err.value.source == str(tmp_path / name) and words in str(err.value), (name, str(err.value))
+        assert len(str(err.value).splitlines()) == 1
+    (tmp_path / "ok.json").write_text('{"a": {"b": [1, 2]}}')
+    assert load_config_file(str(tmp_path / "ok.json")) == {"a": {"b": [1, 2]}}
+    assert load_config_file(str(tmp_path / "list.yaml"), mapping=False) == [1, 2]

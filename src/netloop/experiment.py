@@ -19,7 +19,7 @@ from .flows import check_flows, link_bits_per_second, message_bytes
 from .loops import get_loop_kind
 from .machines import load_machines
 from .model import Experiment, RunSpec
-from .schema import Collector, ConfigError, load_yaml, to_dict, validate
+from .schema import Collector, ConfigError, load_config_file, to_dict, validate
 from .testbed import Testbed, load_profile
 from .testbed.profiles import link_capacity_mbit
 from .transports import get_transport, transport_names, transports_for_all
@@ -349,8 +349,8 @@ def _check_instance_names(exp: Experiment) -> None:
 def load_experiment(path: str | Path, machines: str | None = None) -> Experiment:
     """Read and validate an experiment file; ``machines`` (a hosts file) runs it on real machines."""
     path = Path(path)
-    doc = load_yaml(str(path))
-    if machines is not None and isinstance(doc, dict):
+    doc = load_config_file(str(path))
+    if machines is not None:
         doc = dict(doc, machines=machines)
     return validate_experiment(doc, str(path), name=path.stem)
 

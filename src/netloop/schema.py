@@ -10,10 +10,11 @@ Example::
     PLANT = Map({"R": Num(default=1.0, gt=0), "mode": Enum(["a", "b"], default="a")})
     cfg = validate(PLANT, {"R": 2}, source="exp.yaml")   # -> {"R": 2.0, "mode": "a"}
 
-The node types, :class:`ConfigError`, :func:`validate` and :func:`load_yaml` live in
+The node types, :class:`ConfigError`, :func:`validate` and :func:`load_config_file` live in
 :mod:`netloop.schema_nodes` (robot-side: Python 3.8, what the car driver uses) and are
 re-exported here; this module adds the typed sections (:func:`section`, :func:`key`), which
-need Python >= 3.10 (keyword-only dataclasses) and so stay on the operator's side.
+need Python >= 3.10 (keyword-only dataclasses) and so stay on the operator's side, and
+:func:`describe` (the key reference of the docs and ``netloop validate --keys``).
 """
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ import dataclasses
 from typing import Any, Callable
 
 from .schema_nodes import (Any_, Bool, Collector, ConfigError, Enum, Int, List, Map, Node, Num, Str, _file_key,
-                           _suggest, describe, load_yaml, to_dict, validate)
+                           _suggest, load_config_file, load_yaml, to_dict, validate)
 
 __all__ = ["Any_", "Bool", "Collector", "ConfigError", "Enum", "Int", "List", "Map", "Node", "Num", "Str",
-           "describe", "key", "load_yaml", "section", "to_dict", "validate", "_suggest"]
+           "describe", "key", "load_config_file", "load_yaml", "section", "to_dict", "validate", "_suggest"]
 
 
 def key(node: Node, name: str | None = None) -> Any:
@@ -65,3 +66,41 @@ def section(doc: str = "", check: Callable[[dict, str], None] | None = None, ext
     return wrap
 
 
+def describe(schema: Node, prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """Every key of a schema as (dotted key, what is allowed, default, doc), for reference docs."""
+    rows = []
+    if isinstance(schema, Map):
+        for key, node in schema.fields.items():
+            path = f"{prefix}.{key}" if prefix else key
+            if isinstance(node, Map) and node.fields:
+                rows.append((path, "mapping", "", node.doc))
+                rows += describe(node, path)
+            elif isinstance(node, List) and isinstance(node.item, Map):
+                rows.append((path, "list of mappings", _default_text(node), node.doc))
+                rows += describe(node.item, path + "[]")
+            else:
+                rows.append((path, _allowed_text(node), _default_text(node), node.doc))
+    return rows
+
+
+def _allowed_text(node: Node) -> str:
+    if isinstance(node, List):
+        inner = _allowed_text(node.item)
+        if node.scalar_ok:
+            return f"{inner}, or a list of them"
+        if node.max_len is not None and node.min_len == node.max_len:
+            return f"list of {node.min_len} ({inner})"
+        return f"list of ({inner})"
+    if isinstance(node, Map):
+        return "mapping"
+    if isinstance(node, Bool):
+        return "true or false"
+    if isinstance(node, Str):
+        return "string"
+    if isinstance(node, Any_):
+        return "any"
+    return node.describe()
+
+
+def _default_text(node: Node) -> str:
+    return "(required)" if node.required else ("" if node.default is None else str(node.default))

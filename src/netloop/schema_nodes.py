@@ -3,7 +3,8 @@
 Everything :mod:`netloop.schema` builds on that also runs on a robot (the car driver's
 profiles): :class:`ConfigError`, the nodes (:class:`Num`, :func:`Int`, :class:`Bool`,
 :class:`Str`, :class:`Enum`, :class:`List`, :class:`Map`, :class:`Any_`), :func:`validate`,
-:func:`load_yaml`, :func:`to_dict` and :func:`describe`. Robot-side (see
+:func:`to_dict`, and :func:`load_config_file`, the one reader of configuration files (YAML or
+JSON; a file that is not one is a one-line error naming it). Robot-side (see
 :mod:`netloop.robot_side`): Python 3.8, the standard library and PyYAML only. The typed
 sections (``@section`` classes, keyword-only dataclasses, Python >= 3.10) are the operator's,
 in :mod:`netloop.schema`, which re-exports all of this.
@@ -19,6 +20,7 @@ import contextlib
 import copy
 import dataclasses
 import difflib
+import json
 import math
 from typing import Any, Callable, Iterable
 
@@ -303,64 +305,60 @@ def validate(schema: Node, data: Any, source: str | None = None) -> Any:
         raise
 
 
-def load_yaml(path: str) -> Any:
-    """Read a YAML file, turning I/O, encoding and syntax problems into ConfigError, and a
-    file with no document (empty, or only comments) too: nothing in a file is never what
-    its author meant to run."""
+def load_config_file(path: str, mapping: bool = True) -> Any:
+    """Read a configuration file: YAML, or JSON when its name ends in ``.json``. Every way it
+    can fail to be one is a ConfigError naming the file, in one line: not found, a folder, not
+    readable, bytes that are not UTF-8, a syntax error (with its line and column), no document
+    (empty, or only comments: nothing in a file is never what its author meant to run), and,
+    with ``mapping`` (the default), a document that is not a mapping of keys. The experiment
+    file, link profiles, hosts files and transport options files are all read through it."""
+    source = str(path)
     try:
         with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
+            text = f.read()
     except FileNotFoundError:
-        raise ConfigError("", "file not found", str(path)) from None
+        raise ConfigError("", "file not found", source) from None
     except IsADirectoryError:
-        raise ConfigError("", "is a directory, not a YAML file", str(path)) from None
+        raise ConfigError("", "is a directory, not a configuration file", source) from None
     except PermissionError:
-        raise ConfigError("", "cannot be read (permission denied)", str(path)) from None
+        raise ConfigError("", "cannot be read (permission denied)", source) from None
     except UnicodeDecodeError as err:
         raise ConfigError("", f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}): "
-                              f"a YAML file is expected", str(path)) from None
-    except yaml.YAMLError as err:
-        raise ConfigError("", f"not valid YAML: {err}", str(path)) from None
+                              f"a text file is expected", source) from None
+    doc = _parse_json(text, source) if source.endswith(".json") else _parse_yaml(text, source)
     if doc is None:
-        raise ConfigError("", "the file is empty (no YAML document, only blanks or comments)", str(path))
+        raise ConfigError("", "the file is empty (no document, only blanks or comments)", source)
+    if mapping and not isinstance(doc, dict):
+        raise ConfigError("", f"expected a mapping of keys at the top level, got {_type_name(doc)}", source)
     return doc
 
 
-def describe(schema: Node, prefix: str = "") -> list[tuple[str, str, str, str]]:
-    """Every key of a schema as (dotted key, what is allowed, default, doc), for reference docs."""
-    rows = []
-    if isinstance(schema, Map):
-        for key, node in schema.fields.items():
-            path = f"{prefix}.{key}" if prefix else key
-            if isinstance(node, Map) and node.fields:
-                rows.append((path, "mapping", "", node.doc))
-                rows += describe(node, path)
-            elif isinstance(node, List) and isinstance(node.item, Map):
-                rows.append((path, "list of mappings", _default_text(node), node.doc))
-                rows += describe(node.item, path + "[]")
-            else:
-                rows.append((path, _allowed_text(node), _default_text(node), node.doc))
-    return rows
+def _parse_yaml(text: str, source: str) -> Any:
+    """A YAML document, or None; a syntax error becomes one line with its line and column."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = "; ".join(" ".join(str(part).split()) for part in (err.context, err.problem) if part)
+        raise ConfigError("", f"not valid YAML{where}: {what}", source) from None
+    except yaml.YAMLError as err:
+        raise ConfigError("", f"not valid YAML: {' '.join(str(err).split())}", source) from None
 
 
-def _allowed_text(node: Node) -> str:
-    if isinstance(node, List):
-        inner = _allowed_text(node.item)
-        if node.scalar_ok:
-            return f"{inner}, or a list of them"
-        if node.max_len is not None and node.min_len == node.max_len:
-            return f"list of {node.min_len} ({inner})"
-        return f"list of ({inner})"
-    if isinstance(node, Map):
-        return "mapping"
-    if isinstance(node, Bool):
-        return "true or false"
-    if isinstance(node, Str):
-        return "string"
-    if isinstance(node, Any_):
-        return "any"
-    return node.describe()
+def _parse_json(text: str, source: str) -> Any:
+    """A JSON document, or None for a blank file; a syntax error becomes one line with its
+    line and column."""
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError("", f"not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}",
+                          source) from None
 
 
-def _default_text(node: Node) -> str:
-    return "(required)" if node.required else ("" if node.default is None else str(node.default))
+def load_yaml(path: str) -> Any:
+    """A YAML file's document, whatever its type (:func:`load_config_file` without the
+    mapping check: e.g. a list)."""
+    return load_config_file(path, mapping=False)

@@ -15,12 +15,11 @@ with its key and the allowed values before anything is created.
 """
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
 from netloop.paths import CONFIG
-from netloop.schema import (Bool, ConfigError, Enum, Int, Map, Node, Num, Str, load_yaml,
+from netloop.schema import (Bool, ConfigError, Enum, Int, Map, Node, Num, Str, load_config_file,
                             validate)
 
 LINKS_DIR = CONFIG / "links"
@@ -365,10 +364,7 @@ def _raw_profile(name: str, names: list[str], seen: tuple[str, ...] = ()) -> dic
     """``config/links/<name>.yaml`` as written; a profile with ``extends: <other>`` is the other
     profile's keys with its own on top (one level of keys; chains allowed, cycles refused)."""
     path = LINKS_DIR / f"{name}.yaml"
-    raw = load_yaml(str(path))
-    if not isinstance(raw, dict):
-        raise ConfigError("", "a link profile must be a mapping", str(path))
-    raw = copy.deepcopy(raw)
+    raw = load_config_file(str(path))
     base = raw.pop("extends", None)
     if base is None:
         return raw
