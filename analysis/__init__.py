@@ -13,8 +13,10 @@ Imported as ``netloop.analysis``: in a checkout and its devel space through the 
     sequence_figure                           a flow's delay against the message number, run by run
     decision                                  the decision table that opens a report: rank and verdict
     glossary                                  every term and unit of the reports, defined once
-    tables, rendering, page_template, plots   one number formatter and CSV writer; Markdown and
-                                              HTML (Jinja2) from the sections; the figures
+    tables, rendering, page_template          one number formatter and CSV writer; Markdown and
+                                              HTML (Jinja2) from the sections
+    plots, delay_plots, sweep_plots,          the figures: signals against time, delays, one number
+    step_plots, plot_style                    against another, repeated steps; colours and styles
     report, compare                           netloop report; netloop compare A B
     live, commands                            netloop plot [--live]; CLI registration
     synthetic                                 run directories with a known answer (tests)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from . import plots
+from .plot_style import plt, transport_color
 from .results import FlowResult
 
 #: the most points one line has; a longer run is drawn as medians of consecutive messages
@@ -108,7 +108,7 @@ def draw(by_setting: dict[str, dict[str, list[np.ndarray]]], settings: list[str]
     """Draw the panels; returns the most messages per point of any line (1: every message)."""
     cols = 1 if len(settings) <= 4 else 2 if len(settings) <= 12 else 3
     rows = math.ceil(len(settings) / cols)
-    fig, axes = plots.plt.subplots(rows, cols, figsize=(min(7.5 * cols, 15.0), 1.0 + 2.6 * rows), dpi=110,
+    fig, axes = plt.subplots(rows, cols, figsize=(min(7.5 * cols, 15.0), 1.0 + 2.6 * rows), dpi=110,
                                    squeeze=False)
     most = 1
     finite = [t[np.isfinite(t)] for panel in by_setting.values() for traces in panel.values() for t in traces]
@@ -116,7 +116,7 @@ def draw(by_setting: dict[str, dict[str, list[np.ndarray]]], settings: list[str]
     log = bool(values.size) and values.min() > 0 and values.max() > 30 * values.min()   # spans decades
     for ax, setting in zip(axes.flat, settings):
         for transport, traces in by_setting[setting].items():
-            color = plots.transport_color(transport)
+            color = transport_color(transport)
             for trace in traces:
                 x, y, per = thinned(trace)
                 most = max(most, per)
@@ -143,6 +143,6 @@ def draw(by_setting: dict[str, dict[str, list[np.ndarray]]], settings: list[str]
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path)
-    plots.plt.close(fig)
+    plt.close(fig)
     return most
 

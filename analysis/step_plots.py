@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from .degradation import repetition_of
-from .plots import plt, transport_color
+from .plot_style import plt, transport_color
 from .repeated_steps import RankedSteps
 
 
