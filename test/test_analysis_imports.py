@@ -16,6 +16,7 @@ ANALYSIS = REPO / "analysis"
 #: Modules of netloop outside analysis/ that analysis may import, and why.
 ALLOWED = {
     "netloop.rundir": "the run directory: its files, metadata.json, record names",
+    "netloop.run_files": "metadata.json, campaign.json, analysis.json as typed, format-versioned records",
     "netloop.jsonio": "atomic JSON writes",
     "netloop.schema": "the typed configuration's nodes and errors",
     "netloop.schema_nodes": "the typed configuration's nodes and errors",
@@ -23,6 +24,8 @@ ALLOWED = {
     "netloop.reference": "the loop's reference schedule: arithmetic over the experiment's square_wave keys",
     "netloop.ros2.qos": "ROS 2's QoS profiles by name (data of the experiment model)",
     "netloop.clocksync": "offset_at: arithmetic over the clock exchanges a run recorded",
+    "netloop.loops": "the one registry of loop kinds: names and the modules of their two sides, imported "
+                     "when used (a kind's analysis side imports no run-side module: test_loop_kind_plugin)",
     "netloop.msg": "generated ROS message classes (the live plot subscribes to the loop's samples)",
 }
 

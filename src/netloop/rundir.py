@@ -20,14 +20,14 @@ JSON. A run that was killed keeps status "running" with no end time, which the a
 reports as "incomplete".
 
 :class:`RunDir` is the one place that knows this layout: every reader of a run's
-metadata.json goes through :meth:`RunDir.read_metadata`, which refuses a file of another
-format with a clear :class:`MetadataError`; every JSON file is written with
-:func:`netloop.jsonio.write_json_atomic`.
+metadata.json goes through :mod:`netloop.run_files` (the typed :class:`RunRecord`,
+:func:`load_metadata`, :func:`save_metadata`), which refuses a file of another format with a
+clear :class:`MetadataError`; every JSON file is written atomically
+(:func:`netloop.jsonio.write_json_atomic`).
 """
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import platform
 import shutil
@@ -38,30 +38,19 @@ from pathlib import Path
 from typing import Any
 
 from . import paths, rosenv
-from .jsonio import write_json_atomic
-
-RUN_FORMAT = "netloop-run/1"
-EVENTS_FORMAT = "netloop-events/1"
+from .jsonio import write_json_atomic  # noqa: F401 - runner.py imports it from here
+from .run_files import (EVENTS_FORMAT, METADATA, RUN_FORMAT, MetadataError, RunRecord,  # noqa: F401 - the API
+                        has_metadata, load_metadata, save_metadata)
 
 
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-class MetadataError(ValueError):
-    """A run's metadata.json is missing, not JSON, or not of the format netloop-run/1.
-
-    ``problem`` is the sentence a report lists for the run (without the directory)."""
-
-    def __init__(self, run_dir: Path, problem: str):
-        super().__init__(f"{run_dir}: {problem}")
-        self.run_dir, self.problem = Path(run_dir), problem
-
-
 class RunDir:
     """One run directory: metadata.json, records/ (one event record per node), logs/."""
 
-    METADATA = "metadata.json"
+    METADATA = METADATA
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -96,29 +85,18 @@ class RunDir:
             (self.path / sub).mkdir(parents=True, exist_ok=True)
         return self
 
-    def read_metadata(self) -> dict[str, Any]:
-        """metadata.json as a dict; MetadataError when it is missing, unreadable or of
-        another format than :data:`RUN_FORMAT`."""
-        try:
-            text = self.metadata_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise MetadataError(self.path, f"{self.METADATA} missing") from None
-        except (OSError, UnicodeDecodeError) as err:
-            raise MetadataError(self.path, f"{self.METADATA} unreadable: {err}") from None
-        try:
-            meta = json.loads(text)
-        except ValueError as err:
-            raise MetadataError(self.path, f"{self.METADATA} unreadable: {err}") from None
-        if not isinstance(meta, dict):
-            raise MetadataError(self.path, f"{self.METADATA} unreadable: a JSON {type(meta).__name__}, "
-                                           "expected an object")
-        if meta.get("format") != RUN_FORMAT:
-            raise MetadataError(self.path, f"{self.METADATA} has format {meta.get('format')!r}, expected "
-                                           f"{RUN_FORMAT!r} (not a netloop run, or written by another version)")
-        return meta
+    def load_metadata(self) -> RunRecord:
+        """metadata.json as a typed record (:func:`netloop.run_files.load_metadata`)."""
+        return load_metadata(self.path)
 
-    def write_metadata(self, data: dict[str, Any]) -> None:
-        write_json_atomic(self.metadata_path, data)
+    def read_metadata(self) -> dict[str, Any]:
+        """metadata.json as a dict (the record's keys); MetadataError when it is missing,
+        unreadable or of another format than :data:`RUN_FORMAT`. Prefer :meth:`load_metadata`."""
+        return self.load_metadata().to_json()
+
+    def save_metadata(self, record: RunRecord) -> None:
+        """Write metadata.json atomically."""
+        save_metadata(self.path, record)
 
 
 def sink_names(flow: Any) -> list[tuple[str, str, str]]:
@@ -132,14 +110,11 @@ def sink_names(flow: Any) -> list[tuple[str, str, str]]:
     return [(f"flow_{flow.name}_sink{k}", host, f"flow_{flow.name}_rx{k}.csv") for k, host in enumerate(hosts, 1)]
 
 
-def status_problem(meta: dict[str, Any]) -> str | None:
-    """What a run's recorded status says is wrong with it (None for a complete run)."""
-    status = meta.get("status")
-    if status == "running":
-        return "run incomplete: it never finished (killed or crashed); data up to the stop is used"
-    if status not in (None, "complete"):
-        return f"run {status}: {meta.get('error')}"
-    return None
+def status_problem(meta: dict[str, Any] | RunRecord) -> str | None:
+    """What a run's recorded status says is wrong with it (None for a complete run):
+    :attr:`RunRecord.problem`."""
+    record = meta if isinstance(meta, RunRecord) else RunRecord(status=meta.get("status"), error=meta.get("error"))
+    return record.problem
 
 
 def create_run_dir(path: Path) -> Path:
@@ -214,22 +189,27 @@ def ros_info() -> dict[str, Any]:
 
 
 class RunMetadata:
-    """metadata.json of one run, kept current on disk."""
+    """metadata.json of one run, kept current on disk: ``record`` (a :class:`RunRecord`) saved
+    atomically after every change."""
 
     def __init__(self, run_dir: Path, **fields: Any):
-        self.path = RunDir(run_dir).metadata_path
-        self.data: dict[str, Any] = {
-            "format": RUN_FORMAT, "records_format": EVENTS_FORMAT, "status": "running",
-            "start_time": now_iso(), "start_unix": time.time(), "end_time": None,
-            "git": git_revision(), "host": host_info(), "ros": ros_info(), **fields}
+        self.run_dir = Path(run_dir)
+        self.record = RunRecord(status="running", start_time=now_iso(), start_unix=time.time(),
+                                git=git_revision(), host=host_info(), ros=ros_info())
+        self.record.update(**fields)
         self.save()
 
+    @property
+    def data(self) -> dict[str, Any]:
+        """The metadata.json document as it is now."""
+        return self.record.to_json()
+
     def update(self, **fields: Any) -> None:
-        self.data.update(fields)
+        self.record.update(**fields)
         self.save()
 
     def finish(self, status: str, **fields: Any) -> None:
         self.update(status=status, end_time=now_iso(), end_unix=time.time(), **fields)
 
     def save(self) -> None:
-        write_json_atomic(self.path, self.data)
+        save_metadata(self.run_dir, self.record)
