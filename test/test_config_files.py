@@ -81,3 +81,29 @@ def test_the_shared_reader_gives_one_line_per_kind_of_bad_file(tmp_path):
     (tmp_path / "ok.json").write_text('{"a": {"b": [1, 2]}}')
     assert load_config_file(str(tmp_path / "ok.json")) == {"a": {"b": [1, 2]}}
     assert load_config_file(str(tmp_path / "list.yaml"), mapping=False) == [1, 2]
+
+
+def test_every_class_of_problem_is_reported_at_once(tmp_path):
+    """A key out of range, an unknown key and an unknown host in flows[].to and hosts: one
+    `netloop validate`, every problem (the checks across keys no longer wait for the rest)."""
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nlink: wifi6\nloop: {plant: {R: -1}}\nbogus: 1\n"
+                    "flows: [{name: a, to: nowhere}]\nhosts: {mars: {cpu: 0.5}}\n")
+    r = subprocess.run([NETLOOP, "validate", str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    for words in ("loop.plant.R: -1 is out of range", "bogus: unknown key", "flows[0].to: unknown host 'nowhere'",
+                  "hosts.mars: unknown host 'mars'"):
+        assert words in r.stderr, (words, r.stderr)
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path)
+    assert {k for k, _ in err.value.errors} == {"loop.plant.R", "bogus", "flows[0].to", "hosts.mars"}
+
+
+def test_checks_across_keys_wait_for_the_keys_they_read(tmp_path):
+    """With the link itself invalid the hosts are unknown: no flow is judged against the wrong
+    link's hosts."""
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nlink: wifi7\nflows: [{name: a, to: relay}]\n")
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path)
+    assert [k for k, _ in err.value.errors] == ["link"]

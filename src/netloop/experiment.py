@@ -36,10 +36,11 @@ def validate_experiment(data: Any, source: str | None = None, name: str | None =
     (checked on the keys that are valid) and those of the sweep's cells."""
     if isinstance(data, dict) and data.get("transport") == "all":
         data = dict(data, transport=transports_for_all())
-    exp, found = _check_one(data, name, source)
+    exp, found, bad = _check_one(data, name, source)
     problems = {problem for err in found.found for problem in err.errors}
-    if not check_sweep(exp.sweep, found):
+    if not check_sweep(exp.sweep, found) or not exp.sweep:
         found.raise_if_any(source)
+        return exp
     doc = to_dict(exp)
     for combo in sweep_combinations(exp.sweep):
         where = ", ".join(f"{p}={v!r}" for p, v in combo)
@@ -49,7 +50,7 @@ def validate_experiment(data: Any, source: str | None = None, name: str | None =
             path = next(p for p, _ in combo)
             found.add(f"sweep.{path}", f"no such key in the experiment ({err})")
             break
-        _, in_cell = _check_one(cell_doc, name, source)
+        _, in_cell, _ = _check_one(cell_doc, name, source, bad)   # the base's bad keys stay unchecked
         new = [(k, m) for err in in_cell.found for k, m in err.errors if (k, m) not in problems]
         if new:
             found.add(f"sweep ({where})", "; ".join(f"{k}: {m}" for k, m in new))
@@ -62,11 +63,11 @@ def validate_experiment(data: Any, source: str | None = None, name: str | None =
 _HOST_KEYS = ("link", "link_params", "machines")
 
 
-def _typed(data: Any, source: str | None, found: Collector) -> tuple[Experiment, set[str]]:
-    """The document as an :class:`Experiment` and the top-level keys it had problems in (each
-    problem collected in ``found``; those keys take their defaults, so the checks across
-    keys still run on the others). A document that is not a mapping raises at once."""
-    bad: set[str] = set()
+def _typed(data: Any, source: str | None, found: Collector, bad: set[str]) -> tuple[Experiment, set[str]]:
+    """The document as an :class:`Experiment` and the top-level keys it had problems in, added
+    to ``bad`` (each problem collected in ``found``; those keys take their defaults, so the
+    checks across keys still run on the others). A document that is not a mapping raises."""
+    bad = set(bad)
     while True:
         try:
             return validate(Experiment.schema, data), bad
@@ -80,11 +81,13 @@ def _typed(data: Any, source: str | None, found: Collector) -> tuple[Experiment,
             data = {k: v for k, v in data.items() if k not in bad}
 
 
-def _check_one(data: Any, name: str | None, source: str | None) -> tuple[Experiment, Collector]:
+def _check_one(data: Any, name: str | None, source: str | None,
+               bad: frozenset[str] | set[str] = frozenset()) -> tuple[Experiment, Collector, set[str]]:
     """One document's problems, of single keys and across keys, all collected; the experiment
-    as far as it is valid (a key with a problem at its default)."""
+    as far as it is valid (a key with a problem at its default), and the keys with problems.
+    The checks across keys skip those that read a key in ``bad``."""
     found = Collector()
-    exp, bad = _typed(data, source, found)
+    exp, bad = _typed(data, source, found, bad)
     if exp.name is None:
         if name:
             exp.name = name
@@ -104,7 +107,7 @@ def _check_one(data: Any, name: str | None, source: str | None) -> tuple[Experim
         _check_with_hosts(exp, hosts, bad, found)
     if not found.found:
         check_message_sizes(exp, found)
-    return exp, found
+    return exp, found, bad
 
 
 def _check_with_hosts(exp: Experiment, hosts: list[str], bad: set[str], found: Collector) -> None:
@@ -131,7 +134,7 @@ def _check_with_hosts(exp: Experiment, hosts: list[str], bad: set[str], found: C
 
 
 def _validate_one(data: Any, source: str | None, name: str | None) -> Experiment:
-    exp, found = _check_one(data, name, source)
+    exp, found, _ = _check_one(data, name, source)
     found.raise_if_any(source)
     return exp
 
