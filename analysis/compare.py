@@ -33,7 +33,7 @@ class Campaign:
         self.path = Path(path)
         self.label = label or self.path.resolve().name
         self.analyses = [analyse_run(d) for d in find_run_dirs(self.path)]
-        self.loop_runs = [a for a in self.analyses if a.has_loop]
+        self.loop_runs = [a for a in self.analyses if a.loop is not None]   # the rlc runs analysed
         self.points = [degradation.run_point(a.loop, a.prediction) for a in self.loop_runs]
         self.good = {a.run_id: a.loop for a in self.loop_runs if a.ok and a.status == "complete"}
 

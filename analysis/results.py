@@ -277,7 +277,8 @@ class ConditionGroup(Result):
 @dataclass
 class RunAnalysis(Result):
     """Everything the report knows about one run directory. ``loop`` (an RLC run), ``teleop``
-    (a teleop run) and ``prediction`` are set by the run's loop kind (loop_kinds)."""
+    (a teleop run) and ``prediction`` are set by the analysis side of the run's loop kind
+    (:class:`kinds.LoopAnalysis`)."""
 
     run_id: str
     transport: str
@@ -299,11 +300,6 @@ class RunAnalysis(Result):
         return self.meta.get("experiment") or {}
 
     @property
-    def has_loop(self) -> bool:
-        """Whether the run has a loop result with a step response (an RLC run)."""
-        return self.loop is not None
-
-    @property
     def ok(self) -> bool:
         return self.loop is not None and self.loop.ok
 
@@ -318,6 +314,6 @@ class RunAnalysis(Result):
         base = self.loop.to_json() if self.loop is not None else {
             "run_id": self.run_id, "transport": self.transport, "status": self.status, "ok": False,
             "cell": self.cell}
-        return base | {"problems": list(self.problems), "has_loop": self.has_loop, "loop_type": self.loop_type,
+        return base | {"problems": list(self.problems), "loop_type": self.loop_type,
                        "degradation": to_json(point), "prediction": to_json(self.prediction),
                        "flows": to_json(self.flows)}

@@ -10,17 +10,15 @@ cmd_speed`` / ``tx cmd_turn``, answering the odometry used) and the reference ch
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..rundir import RunDir
-from . import clocks, metrics, plots
+from . import clocks, metrics
 from .loop_run import read_run_metadata, transport_of
 from .records import Events, RecordError, read_events
-from .rendering import Section
 from .results import StepResponse, TeleopRunResult
 
 
@@ -94,71 +92,3 @@ def step_deviation(a: StepResponse, b: StepResponse) -> float:
     t, y = np.asarray(a.t), np.asarray(a.y)
     yb = np.interp(t, b.t, b.y)
     return float(np.sum(np.abs(y - yb)[1:] * np.diff(t)))
-
-
-def _plot_steps(series: list[tuple[str, list, list]], path: Path, title: str) -> None:
-    import matplotlib.pyplot as plt  # noqa: PLC0415 (plots sets the Agg backend on import)
-
-    fig, ax = plt.subplots(figsize=(7.5, 3.8), dpi=110)
-    seen = set()
-    for name, t, y in series:
-        base = name == "baseline"
-        ax.step(t, y, where="post", color="0.55" if base else plots.transport_color(name),
-                lw=3.0 if base else 1.2, alpha=0.6 if base else 0.9, zorder=1 if base else 3,
-                label=None if name in seen else ("local baseline (trial on the car)" if base else name))
-        seen.add(name)
-    ax.axhline(1.0, color="0.6", lw=0.8, ls=":")
-    ax.set_xlabel("time since the reference step [s]")
-    ax.set_ylabel("response / step size [1]")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-TELEOP_COLUMNS = ["run", "where", "speed rise [s]", "speed overshoot [%]", "speed settling [s]",
-                  "heading rise [s]", "heading overshoot [%]", "heading settling [s]", "IAE vs local (speed) [s]",
-                  "IAE vs local (heading) [s]", "odom delay mean [ms]", "odom delay p99 [ms]",
-                  "command age mean [ms]"]
-
-
-def _not_shown(runs: list[TeleopRunResult]) -> str:
-    return "; ".join(f"`{r.run_id}` ({r.status}: {'; '.join(r.problems) or 'not complete'})" for r in runs)
-
-
-def teleop_section(runs: list[TeleopRunResult], fig_dir: Path) -> Section | None:
-    """The teleop part of a report (None when there are no teleop runs): one figure per step,
-    the table of every complete run against the local baseline, the runs not shown."""
-    if not runs:
-        return None
-    section = Section("Teleoperation trial: steps against the local baseline")
-    good = [r for r in runs if r.ok and r.status == "complete"]
-    if not good:
-        return section.p("No complete teleop run to show: " + _not_shown(runs))
-    local = next((r for r in good if r.local), None)
-    for key, unit in (("speed", "m/s"), ("heading", "rad")):
-        series = [("baseline" if r.local else r.transport, getattr(r, key).t, getattr(r, key).y) for r in good]
-        fig = fig_dir / f"teleop_{key}.png"
-        _plot_steps(series, fig, f"Teleop trial: {key} step of {getattr(good[0], key).step:.3g} {unit}")
-        section.fig(fig, f"{key} step")
-    rows = []
-    for r in good:
-        against_local = local is not None and not r.local
-        sm, hm = r.speed.metrics, r.heading.metrics
-        rows.append([r.run_id, "trial on the car (local)" if r.local else f"over {r.transport}",
-                     sm["RiseTime"], sm["Overshoot"], sm["SettlingTime"], hm["RiseTime"], hm["Overshoot"],
-                     hm["SettlingTime"],
-                     step_deviation(r.speed, local.speed) if against_local else math.nan,
-                     step_deviation(r.heading, local.heading) if against_local else math.nan,
-                     r.odom_delay["mean_ms"], r.odom_delay["p99_ms"], r.command_age["mean_ms"]])
-    section.table(TELEOP_COLUMNS, rows)
-    section.p("Steps are normalised (0 → 1) and timed from the reference change; the response is the "
-              "odometry as the trial received it. The local baseline is the same trial run on the car's "
-              "host; IAE vs local integrates |y − y_local| over the step. Command age = the command's "
-              "publish time minus the stamp of the odometry it was computed from.")
-    bad = [r for r in runs if r not in good]
-    if bad:
-        section.p("Teleop runs not in the table: " + _not_shown(bad))
-    return section

@@ -13,9 +13,10 @@ import pytest
 
 from netloop.analysis import decision, glossary, plots, synthetic
 from netloop.analysis.decision import Candidate
-from netloop.analysis.report import negotiated_text, write_report
+from netloop.analysis.report import write_report
 from netloop.analysis.results import FlowResult, RunAnalysis, StepResponse, TeleopRunResult
 from netloop.analysis.tables import percent_text, sig
+from netloop.loops.rlc.analysis import negotiated_text
 
 #: constant one-way delays [ms] per transport; udp and tcp_nodelay see exactly the same
 ONE_WAY_MS = {"udp": 1.0, "tcp_nodelay": 1.0, "tcp": 8.0}

@@ -12,8 +12,9 @@ from campaign_helpers import recorded_flows
 
 from netloop.analysis.flow_run import analyse_flow
 from netloop.analysis.rendering import Document
-from netloop.analysis.teleop_run import analyse_teleop_run, teleop_section
+from netloop.analysis.teleop_run import analyse_teleop_run
 from netloop.experiment import validate_experiment
+from netloop.loops.teleop.analysis import teleop_section
 from netloop.runner import campaign_dir_for, run_experiment
 
 pytestmark = [pytest.mark.integration, pytest.mark.root,

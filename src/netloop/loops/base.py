@@ -1,10 +1,11 @@
-"""The interface every loop kind implements (``loop.type`` in an experiment file).
+"""The run side of a loop kind (``loop.type`` in an experiment file): the interface the
+experiment loader and the runner talk to (:func:`netloop.loops.get_loop_kind`).
 
-A loop kind owns everything about its loop: which topics cross the link and how large their
-messages are, which extra checks its configuration needs, how long a run lasts, the short
-``--quick`` variant, extra cells (a local baseline), starting its nodes in a run, and, through
-the analysis package, analysing a run and its section of the report. The runner, the
-experiment loader and the report only talk to this interface (:func:`netloop.loops.get_loop_kind`).
+The run side owns which topics cross the link and how large their messages are, which extra
+checks its configuration needs, how long a run lasts, the short ``--quick`` variant, extra
+cells (a local baseline) and starting its nodes in a run. The same kind's analysis side
+(:class:`netloop.analysis.kinds.LoopAnalysis`, found through the same registry entry) analyses
+its runs and writes its part of the report.
 """
 from __future__ import annotations
 
@@ -51,8 +52,6 @@ class LoopKind:
 
     name: str = ""
     description: str = ""
-    #: the object of ``netloop.analysis.loop_kinds`` that analyses this kind's runs
-    analysis_name: str = ""
 
     def check(self, exp: "Experiment", hosts: list[str]) -> None:
         """Checks of the experiment beyond the schema; raise ConfigError naming the key."""
@@ -79,9 +78,3 @@ class LoopKind:
     def metadata(self, exp: "Experiment") -> dict[str, Any]:
         """What a run's metadata.json records about the loop."""
         return {"type": self.name}
-
-    @property
-    def analysis(self) -> Any:
-        """The analysis-side object of this kind (``analyse_run``, ``section``)."""
-        from ..analysis import loop_kinds  # noqa: PLC0415 - analysis pulls in numpy/matplotlib
-        return getattr(loop_kinds, self.analysis_name)

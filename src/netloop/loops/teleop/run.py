@@ -13,14 +13,14 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import paths
-from ..schema import Collector, ConfigError, load_yaml
-from ..transports.base import CrossingTopic
-from .base import LoopKind, LoopStart, StartedLoop
-from .simulators import get_simulator
+from ... import paths
+from ...schema import Collector, ConfigError, load_yaml
+from ...transports.base import CrossingTopic
+from ..base import LoopKind, LoopStart, StartedLoop
+from ..simulators import get_simulator
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import Experiment, Loop
+    from ...model import Experiment, Loop
 
 #: serialized sizes and rates of the teleop loop's two topics
 ODOM_BYTES, ODOM_PERIOD = 700, 0.02            # nav_msgs/Odometry with frame ids, 50 Hz
@@ -42,7 +42,6 @@ def teleop_trial_params(loop: "Loop") -> dict[str, Any]:
 class TeleopLoop(LoopKind):
     name = "teleop"
     description = "the scripted teleop trial driving the simulated car; odom and cmd_vel cross the link"
-    analysis_name = "TELEOP"
 
     def crossing_topics(self, exp: "Experiment") -> list[CrossingTopic]:
         car, trial = exp.loop.placement.car, exp.loop.placement.trial
@@ -53,7 +52,7 @@ class TeleopLoop(LoopKind):
 
     def check(self, exp: "Experiment", hosts: list[str]) -> None:
         """Hosts known, the simulator available, the world loads, the overrides are known."""
-        from ..sim.world import prepare_world  # noqa: PLC0415
+        from ...sim.world import prepare_world  # noqa: PLC0415
 
         teleop, found = exp.loop.teleop, Collector()
         for role in ("car", "trial"):

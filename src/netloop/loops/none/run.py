@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import LoopKind
+from ..base import LoopKind
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import Experiment
+    from ...model import Experiment
 
 
 class NoLoop(LoopKind):
     name = "none"
     description = "no loop: flows only"
-    analysis_name = "NO_LOOP"
 
     def check(self, exp: "Experiment", hosts: list[str]) -> None:
-        from ..schema import ConfigError  # noqa: PLC0415
+        from ...schema import ConfigError  # noqa: PLC0415
 
         if not exp.flows:
             raise ConfigError("flows", "an experiment without a loop needs at least one flow")

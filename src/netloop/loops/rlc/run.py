@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import paths, reference
-from ..jsonio import write_json_atomic
-from ..model import LOOP_SAMPLE_BYTES   # netloop/LoopSample's size without padding (a test holds it to the message)
-from ..transports.base import CrossingTopic
-from .base import LoopKind, LoopStart, StartedLoop
+from ... import paths, reference
+from ...jsonio import write_json_atomic
+from ...model import LOOP_SAMPLE_BYTES   # netloop/LoopSample's size without padding (a test holds it to the message)
+from ...transports.base import CrossingTopic
+from ..base import LoopKind, LoopStart, StartedLoop
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import Experiment, Loop
+    from ...model import Experiment, Loop
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,6 @@ def write_schedule(run_dir: Path, loop: "Loop", repetition: int, schedule: list[
 class RlcLoop(LoopKind):
     name = "rlc"
     description = "the RLC circuit (plant) and its controller, y and u crossing the link"
-    analysis_name = "RLC"
 
     def crossing_topics(self, exp: "Experiment") -> list[CrossingTopic]:
         size, period = loop_message_bytes(exp.loop), exp.loop.plant.period
@@ -113,7 +112,7 @@ class RlcLoop(LoopKind):
                                             size, period, control=True))]
 
     def check(self, exp: "Experiment", hosts: list[str]) -> None:
-        from ..schema import Collector  # noqa: PLC0415
+        from ...schema import Collector  # noqa: PLC0415
 
         found = Collector()
         for role in ("plant", "controller"):

@@ -1,0 +1,127 @@
+"""The ``teleop`` kind's analysis side: each run's trial analysed by
+:mod:`netloop.analysis.teleop_run` (speed and heading steps, message delays), and what the
+report shows of it: the decision table, the section with one figure per step and the table of
+every complete run against the local baseline, the kind's rows of "Every loop run" and its
+runs.csv. Imports the analysis only, never the run side (:mod:`.run`).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from ...analysis import decision, plots
+from ...analysis.kinds import LoopAnalysis, ReportContext
+from ...analysis.rendering import Section
+from ...analysis.results import RunAnalysis, TeleopRunResult
+from ...analysis.tables import write_csv
+from ...analysis.teleop_run import analyse_teleop_run, step_deviation
+
+#: the teleop runs' columns of "Every loop run" (runs.csv)
+RUN_COLUMNS = ["run", "transport", "status", "where", "speed rise [s]", "heading rise [s]", "odom delay mean [ms]",
+               "odom delay p99 [ms]", "command age mean [ms]"]
+
+
+class TeleopAnalysis(LoopAnalysis):
+    """Teleoperation of the simulated car: the scripted trial's steps against the local baseline."""
+
+    name = "teleop"
+
+    def analyse_run(self, run_dir: Path, meta: dict[str, Any]) -> RunAnalysis:
+        a = super().analyse_run(run_dir, meta)
+        a.teleop = analyse_teleop_run(run_dir, meta)
+        a.add_problems(a.teleop.problems)
+        return a
+
+    def decision(self, runs: list[RunAnalysis], ctx: ReportContext) -> Section | None:
+        return decision.teleop_section(runs, ctx.descriptions)
+
+    def sections(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[Section]:
+        section = teleop_section([a.teleop for a in runs if a.teleop is not None], ctx.fig_dir)
+        return [section] if section is not None else []
+
+    def run_table(self, runs: list[RunAnalysis]) -> tuple[list[str], list[list[Any]]] | None:
+        trials = [a.teleop for a in runs if a.teleop is not None]
+        if not trials:
+            return None
+
+        def metric(step, name: str) -> Any:
+            return step.metrics.get(name) if step is not None else None
+        return RUN_COLUMNS, [[r.run_id, r.transport, r.status, "trial on the car (local)" if r.local else
+                              f"over {r.transport}", metric(r.speed, "RiseTime"), metric(r.heading, "RiseTime"),
+                              (r.odom_delay or {}).get("mean_ms"), (r.odom_delay or {}).get("p99_ms"),
+                              (r.command_age or {}).get("mean_ms")] for r in trials]
+
+    def write_files(self, runs: list[RunAnalysis], ctx: ReportContext) -> None:
+        """runs.csv: the teleop runs of "Every loop run"."""
+        table = self.run_table(runs)
+        if table is not None:
+            write_csv(ctx.path / "runs.csv", *table)
+
+
+def _plot_steps(series: list[tuple[str, list, list]], path: Path, title: str) -> None:
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (plots sets the Agg backend on import)
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.8), dpi=110)
+    seen = set()
+    for name, t, y in series:
+        base = name == "baseline"
+        ax.step(t, y, where="post", color="0.55" if base else plots.transport_color(name),
+                lw=3.0 if base else 1.2, alpha=0.6 if base else 0.9, zorder=1 if base else 3,
+                label=None if name in seen else ("local baseline (trial on the car)" if base else name))
+        seen.add(name)
+    ax.axhline(1.0, color="0.6", lw=0.8, ls=":")
+    ax.set_xlabel("time since the reference step [s]")
+    ax.set_ylabel("response / step size [1]")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+TELEOP_COLUMNS = ["run", "where", "speed rise [s]", "speed overshoot [%]", "speed settling [s]",
+                  "heading rise [s]", "heading overshoot [%]", "heading settling [s]", "IAE vs local (speed) [s]",
+                  "IAE vs local (heading) [s]", "odom delay mean [ms]", "odom delay p99 [ms]",
+                  "command age mean [ms]"]
+
+
+def _not_shown(runs: list[TeleopRunResult]) -> str:
+    return "; ".join(f"`{r.run_id}` ({r.status}: {'; '.join(r.problems) or 'not complete'})" for r in runs)
+
+
+def teleop_section(runs: list[TeleopRunResult], fig_dir: Path) -> Section | None:
+    """The teleop part of a report (None when there are no teleop runs): one figure per step,
+    the table of every complete run against the local baseline, the runs not shown."""
+    if not runs:
+        return None
+    section = Section("Teleoperation trial: steps against the local baseline")
+    good = [r for r in runs if r.ok and r.status == "complete"]
+    if not good:
+        return section.p("No complete teleop run to show: " + _not_shown(runs))
+    local = next((r for r in good if r.local), None)
+    for key, unit in (("speed", "m/s"), ("heading", "rad")):
+        series = [("baseline" if r.local else r.transport, getattr(r, key).t, getattr(r, key).y) for r in good]
+        fig = fig_dir / f"teleop_{key}.png"
+        _plot_steps(series, fig, f"Teleop trial: {key} step of {getattr(good[0], key).step:.3g} {unit}")
+        section.fig(fig, f"{key} step")
+    rows = []
+    for r in good:
+        against_local = local is not None and not r.local
+        sm, hm = r.speed.metrics, r.heading.metrics
+        rows.append([r.run_id, "trial on the car (local)" if r.local else f"over {r.transport}",
+                     sm["RiseTime"], sm["Overshoot"], sm["SettlingTime"], hm["RiseTime"], hm["Overshoot"],
+                     hm["SettlingTime"],
+                     step_deviation(r.speed, local.speed) if against_local else math.nan,
+                     step_deviation(r.heading, local.heading) if against_local else math.nan,
+                     r.odom_delay["mean_ms"], r.odom_delay["p99_ms"], r.command_age["mean_ms"]])
+    section.table(TELEOP_COLUMNS, rows)
+    section.p("Steps are normalised (0 → 1) and timed from the reference change; the response is the "
+              "odometry as the trial received it. The local baseline is the same trial run on the car's "
+              "host; IAE vs local integrates |y − y_local| over the step. Command age = the command's "
+              "publish time minus the stamp of the odometry it was computed from.")
+    bad = [r for r in runs if r not in good]
+    if bad:
+        section.p("Teleop runs not in the table: " + _not_shown(bad))
+    return section

@@ -1,0 +1,158 @@
+"""A loop kind is one registry entry: a toy fourth kind, defined and registered in this module
+alone, validates, runs end to end (real roscore and nodes on loopback) and gets its own
+section, its rows of "Every loop run" and its CSV in the report, with no other file touched.
+Also: every kind's analysis side imports no module of the run, and teleop runs are loop runs.
+
+The toy kind "ping": the package's flow_source on the robot sends ``loop.samples`` messages
+on /toy, a flow_sink on the operator records them; its analysis counts what arrived.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from netloop import paths
+from netloop.analysis.kinds import LoopAnalysis, ReportContext
+from netloop.analysis.records import read_events
+from netloop.analysis.rendering import Document, Section
+from netloop.analysis.report import closing, write_report_document
+from netloop.analysis.results import RunAnalysis, StepResponse, TeleopRunResult
+from netloop.experiment import validate_experiment
+from netloop.loops import (LoopKindEntry, get_loop_kind, loop_analysis, loop_kind_entry, loop_kind_names,
+                           register_loop_kind)
+from netloop.loops.base import LoopKind, LoopStart, StartedLoop
+from netloop.runner import campaign_dir_for, run_experiment
+from netloop.transports.base import CrossingTopic
+
+REPO = Path(__file__).resolve().parents[1]
+PERIOD = 0.02   # seconds between the toy's messages
+
+
+class PingLoop(LoopKind):
+    """The run side: one stream robot → operator, ended by its sender."""
+
+    name = "ping"
+    description = "a toy: flow_source on the robot pings the operator's flow_sink"
+
+    def crossing_topics(self, exp) -> list[CrossingTopic]:
+        return [CrossingTopic("/toy", "netloop/LoopSample", "robot", "operator", 64, PERIOD)]
+
+    def run_seconds(self, exp) -> float:
+        return exp.loop.samples * PERIOD + 1.0
+
+    def start(self, ctx: LoopStart) -> StartedLoop:
+        rec = ctx.run_dir / "records"
+        ctx.hosts.start("toy_sink", "operator", [str(paths.node_binary("flow_sink")), "__name:=toy_sink", "flow:=/toy"],
+                        {"kind": "rx", "transport": ctx.transport.subscriber_transport("/toy", 64),
+                         "record_path": str(rec / "toy_sink.csv")})
+        source = ctx.hosts.start("toy_source", "robot",
+                                 [str(paths.node_binary("flow_source")), "__name:=toy_source", "flow:=/toy"],
+                                 {"message": "loop_sample", "size_bytes": 64, "period": PERIOD,
+                                  "count": ctx.experiment.loop.samples, "record_path": str(rec / "toy_source.csv")})
+        return StartedLoop(ending=source, connections={"/toy": ("/toy_source", "/toy_sink")})
+
+
+class PingAnalysis(LoopAnalysis):
+    """The analysis side: how many pings arrived, its section, its rows and its CSV."""
+
+    name = "ping"
+
+    def analyse_run(self, run_dir: Path, meta: dict) -> RunAnalysis:
+        a = super().analyse_run(run_dir, meta)
+        sent = len(read_events(Path(run_dir) / "records" / "toy_source.csv").select("tx", "/toy"))
+        got = len(read_events(Path(run_dir) / "records" / "toy_sink.csv").select("rx", "/toy"))
+        a.cell = dict(a.cell or {}, pings=[sent, got])   # a toy's result travels in the cell
+        return a
+
+    def run_table(self, runs: list[RunAnalysis]):
+        return ["run", "pings sent", "pings received"], [[a.run_id, *a.cell["pings"]] for a in runs]
+
+    def sections(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[Section]:
+        return [Section("Ping loop").p(f"{sum(a.cell['pings'][1] for a in runs)} pings arrived.")]
+
+    def write_files(self, runs: list[RunAnalysis], ctx: ReportContext) -> None:
+        header, rows = self.run_table(runs)
+        with open(ctx.path / "pings.csv", "w", newline="") as f:
+            csv.writer(f).writerows([header, *rows])
+
+
+@pytest.fixture
+def ping_kind():
+    register_loop_kind(LoopKindEntry("ping", PingLoop, PingAnalysis))
+    yield
+    from netloop import loops   # noqa: PLC0415 - leave the registry as the other tests expect it
+    loops._KINDS.pop("ping")
+
+
+@pytest.mark.integration
+def test_a_kind_registered_here_runs_end_to_end_and_has_its_report_section(ping_kind, tmp_path):
+    assert loop_kind_names()[-1] == "ping" and isinstance(get_loop_kind("ping"), PingLoop)
+    cfg = validate_experiment({"name": "ping", "link": "loopback", "transport": "tcp", "repetitions": 1,
+                               "loop": {"type": "ping", "samples": 20}}, name="ping")
+    out = campaign_dir_for(cfg, tmp_path)
+    run_experiment(cfg, out, log=lambda _: None)
+    meta = json.loads((out / "runs" / "tcp-r0" / "metadata.json").read_text())
+    assert meta["status"] == "complete", meta.get("error")
+    assert meta["loop"]["type"] == "ping" and meta["negotiated_transport"]["/toy"] == "TCPROS"
+
+    doc = write_report_document(out)
+    md = (out / "report.md").read_text()
+    assert "## Ping loop" in md and "20 pings arrived." in md
+    assert "## Every loop run" in md and "| tcp-r0 | 20 | 20 |" in md
+    assert list(csv.reader(open(out / "pings.csv"))) == [["run", "pings sent", "pings received"], ["tcp-r0", "20", "20"]]
+    assert json.loads((out / "analysis.json").read_text())[0]["loop_type"] == "ping"
+    assert not (out / "runs.csv").exists()      # the rlc kind's tables are the rlc kind's
+    assert doc.written[0] == out / "report.md"
+
+
+def test_an_unknown_loop_type_is_refused_naming_the_known_ones():
+    with pytest.raises(KeyError, match="unknown loop type 'ping'; allowed: rlc, teleop, none"):
+        loop_kind_entry("ping")
+    with pytest.raises(Exception, match="loop.type"):
+        validate_experiment({"name": "x", "loop": {"type": "ping"}}, name="x")
+
+
+def test_every_kind_is_found_through_the_one_registry():
+    for name in loop_kind_names():
+        assert get_loop_kind(name).name == name
+        assert loop_analysis(name).name == name
+
+
+def test_no_analysis_side_imports_the_run():
+    """Importing the registry and every kind's analysis side loads no run-side module (the
+    allowed modules are test_analysis_imports'; the kinds' own packages, not their run.py)."""
+    sys.path.insert(0, str(REPO / "test"))
+    from test_analysis_imports import ALLOWED, LOADED_TOO   # noqa: PLC0415
+    code = ("import sys\nfrom netloop.loops import loop_analysis, loop_kind_names\n"
+            "for name in loop_kind_names(): loop_analysis(name)\n"
+            "print('\\n'.join(m for m in sys.modules if m.startswith('netloop')))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert res.returncode == 0, res.stderr[-2000:]
+    loaded = {m for m in res.stdout.split() if not m.startswith("netloop.analysis")}
+    kind_packages = {f"netloop.loops.{k}" for k in loop_kind_names()}
+    kind_analyses = {f"netloop.loops.{k}.analysis" for k in loop_kind_names()}
+    assert loaded - set(ALLOWED) - LOADED_TOO - kind_packages - kind_analyses == set()
+
+
+def _trial(run_id: str, local: bool) -> TeleopRunResult:
+    step = StepResponse(t=[0.0, 1.0], y=[0.0, 1.0], step=1.0, metrics={"RiseTime": 0.4})
+    return TeleopRunResult(run_dir=run_id, run_id=run_id, status="complete", transport="udp", local=local, ok=True,
+                           speed=step, heading=step, odom_delay={"mean_ms": 1.0, "p99_ms": 2.0},
+                           command_age={"mean_ms": 3.0})
+
+
+def test_teleop_runs_are_in_every_loop_run():
+    runs = [RunAnalysis(run_id=r, transport="udp", status="complete", loop_type="teleop", teleop=_trial(r, local))
+            for r, local in (("udp-r0", False), ("udp__trial=robot-r0", True))]
+    table = loop_analysis("teleop").run_table(runs)
+    header, rows = table
+    assert header[:4] == ["run", "transport", "status", "where"]
+    assert rows[0][:4] == ["udp-r0", "udp", "complete", "over udp"]
+    assert rows[1][3] == "trial on the car (local)"
+    md = Document("teleop", base=Path(".")).add(closing([table], [], [], [])).markdown()
+    assert "## Every loop run" in md and "| udp-r0 | udp | complete | over udp |" in md
