@@ -18,7 +18,10 @@ Building the parser imports Python's standard library and PyYAML only: every mod
 simulator inside the functions that run a command. So ``--help`` of every command,
 ``validate`` and ``run --dry-run`` work on a fresh clone; ``bin/netloop`` runs them with the
 system's Python when the package is not built yet (no ``.venv``) and sets ``NETLOOP_MISSING``,
-and every other command then stops with one line saying what is missing.
+and every other command then stops with one line saying what is missing. In a built checkout
+too, every command is listed whatever is installed: one whose dependency is missing (matplotlib
+for ``compare`` and ``plot``, rospy for ``plot --live``, the generated ``netloop.msg``) stops
+with one line naming it and how to install it (:func:`missing_dependency`).
 """
 from __future__ import annotations
 
@@ -258,12 +261,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"netloop: {err}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as err:   # a dependency of this command (numpy, matplotlib, rospy, ...)
-        module = (err.name or "").partition(".")[0]
-        if not module or module == "netloop":
+        problem = missing_dependency(name, err.name or "")
+        if problem is None:
             raise
-        print(f"netloop: '{name}' needs the Python module '{module}', which is not installed "
-              f"(missing: {module}); 'make build' installs it", file=sys.stderr)
+        print(f"netloop: {problem}", file=sys.stderr)
         return 2
+
+
+#: netloop's modules that the build generates (catkin's message classes), not the checkout
+GENERATED = ("netloop.msg",)
+
+
+def missing_dependency(command: str, module: str) -> str | None:
+    """What to tell the user when ``command`` stopped because ``module`` could not be imported:
+    which dependency is missing and how to install it; None for a module of netloop's own
+    sources (a bug, not a missing dependency: its traceback is shown)."""
+    top = module.partition(".")[0]
+    generated = next((g for g in GENERATED if module == g or module.startswith(g + ".")), None)
+    if generated:
+        return (f"'{command}' needs netloop's ROS message classes, which the build generates "
+                f"(missing: {generated}); 'make build' builds them")
+    if not top or top == "netloop":
+        return None
+    return (f"'{command}' needs the Python module '{top}', which is not installed "
+            f"(missing: {top}); 'make build' installs it")
 
 
 if __name__ == "__main__":
