@@ -22,11 +22,11 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..model import Flow, RunSpec
+from ..run_files import MetadataError, RunRecord, as_record
 from ..rundir import RunDir, sink_names
 from ..schema import ConfigError
 from . import clocks, metrics, outages
@@ -50,10 +50,10 @@ class RecordedFlow:
     per_robot: bool = False       # the replicas are the entry on each robot (per_robot)
 
 
-def recorded_flows(meta: dict[str, Any]) -> tuple[list[RecordedFlow], list[str]]:
+def recorded_flows(meta: RunRecord | dict) -> tuple[list[RecordedFlow], list[str]]:
     """The flows a run started (typed, replicas expanded) from its metadata, and the problems
     of a recorded experiment that does not fit the model (then no flow)."""
-    doc = meta.get("experiment")
+    doc = as_record(meta).experiment
     if not doc or not doc.get("flows"):
         return [], []
     try:
@@ -87,7 +87,7 @@ def analyse_flow_receivers(run_dir: Path, flow: Flow | RecordedFlow) -> list[Flo
             for k, (_node, host, record) in enumerate(receivers, 1)]
 
 
-def _on_one_clock(meta: dict[str, Any], out: FlowResult, from_host: str, to_host: str, sent_s: np.ndarray,
+def _on_one_clock(meta: RunRecord, out: FlowResult, from_host: str, to_host: str, sent_s: np.ndarray,
                   delays: np.ndarray) -> np.ndarray:
     """The delays corrected for the machines' clock offsets (real machines; unchanged on the
     testbed's one clock), their uncertainty in ``out``."""
@@ -98,7 +98,7 @@ def _on_one_clock(meta: dict[str, Any], out: FlowResult, from_host: str, to_host
     return correction.delays
 
 
-def _outages(meta: dict[str, Any], out: FlowResult, sent: dict, keys: set, arrivals_s: np.ndarray) -> None:
+def _outages(meta: RunRecord, out: FlowResult, sent: dict, keys: set, arrivals_s: np.ndarray) -> None:
     """What each outage of the run did to this receiver's messages (analysis.outages);
     ``sent``: key -> send time [ns] of every message sent, ``keys``: those received."""
     if not outages.windows(meta):
@@ -138,9 +138,9 @@ def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscri
     number = {k: n for n, k in enumerate(sent)}   # message number: its place in the sending order
     out.message_numbers = [number[k] for k in keys if k in sent]
     try:   # the clocks and the outages of the run
-        meta = run.read_metadata()
-    except ValueError:
-        meta = {}
+        meta = run.load_metadata()
+    except MetadataError:
+        meta = RunRecord()
     if flow.kind != "echo":   # an echo's round trip is read on one clock
         delays = _on_one_clock(meta, out, flow.from_, host or flow.to[0],
                                np.array([sent[k] / 1e9 for k in keys if k in sent]), delays)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..run_files import as_record
 from .rendering import Section
 
 WIRE = ("samples_sent", "samples_received", "retransmits", "retransmit_bytes", "heartbeats", "acknacks", "throttles",
@@ -32,7 +33,7 @@ def section(runs: list) -> Section | None:
     """None when no run used a ROS 2 transport."""
     rows, node_rows = [], []
     for a in runs:
-        record = (a.meta or {}).get("ros2")
+        record = as_record(a.meta).ros2
         if not record:
             continue
         nodes = list((record.get("nodes") or {}).items())

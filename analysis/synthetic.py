@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..run_files import CampaignCell, CampaignRecord, RunRecord, save_campaign, save_metadata
 from . import baseline
 from .records import HEADER
 
@@ -112,22 +113,22 @@ def write_run(run_dir: str | Path, cfg: dict, y_delays, u_delays, sample_times=N
         rows.sort(key=lambda r: (r[0], r[1]))
         (run_dir / "records" / f"{name}.csv").write_text(",".join(HEADER) + "\n" + "".join(r[2] for r in rows),
                                                          encoding="utf-8")
-    (run_dir / "metadata.json").write_text(json.dumps(_metadata(run_dir, cfg, status), indent=1), encoding="utf-8")
+    save_metadata(run_dir, _metadata(run_dir, cfg, status))
     return SyntheticRun(run_dir, times_s, resp.y, delays, ~u_ok, stale)
 
 
-def _metadata(run_dir: Path, cfg: dict, status: str) -> dict[str, Any]:
+def _metadata(run_dir: Path, cfg: dict, status: str) -> RunRecord:
     """A run's metadata.json as the runner writes it (the parts the analysis reads)."""
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
     loop = cfg["loop"]
-    return {"format": "netloop-run/1", "records_format": "netloop-events/1", "status": status,
-            "start_time": now, "end_time": None if status == "running" else now, "run_id": run_dir.name,
-            "experiment": cfg, "transport": _transport_record(cfg["transport"]),
-            "git": {"commit": "synthetic", "dirty": False}, "host": {"cpu": "synthetic", "cores": 0},
-            "link": {"profile": cfg["link"], "params": {"description": "synthetic records (analysis.synthetic)"},
-                     "capacity_mbit": None},
-            "loop": {"type": loop["type"], "placement": loop["placement"]}, "negotiated_transport": {},
-            "error": None if status == "complete" else f"synthetic {status}"}
+    record = RunRecord(status=status, start_time=now, end_time=None if status == "running" else now)
+    record.update(run_id=run_dir.name, experiment=cfg, transport=_transport_record(cfg["transport"]),
+                  git={"commit": "synthetic", "dirty": False}, host={"cpu": "synthetic", "cores": 0},
+                  link={"profile": cfg["link"], "params": {"description": "synthetic records (analysis.synthetic)"},
+                        "capacity_mbit": None},
+                  loop={"type": loop["type"], "placement": loop["placement"]}, negotiated_transport={},
+                  error=None if status == "complete" else f"synthetic {status}")
+    return record
 
 
 def write_flow_run(run_dir: str | Path, cfg: dict, delays: dict[str, Any], status: str = "complete",
@@ -163,7 +164,7 @@ def write_flow_run(run_dir: str | Path, cfg: dict, delays: dict[str, Any], statu
         rx = "".join(_row("rx", rx_topic, k, 0.0, sent[k], arrive[k], size=size) for k in order)
         for _node, _host, record in sink_names(flow):
             (run_dir / "records" / record).write_text(",".join(HEADER) + "\n" + rx, encoding="utf-8")
-    (run_dir / "metadata.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    save_metadata(run_dir, meta)
     return run_dir
 
 
@@ -186,7 +187,7 @@ def write_campaign(out_dir: str | Path, doc: dict, delays: DelayModel | FlowDela
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     (out_dir / "experiment.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False), encoding="utf-8")
     rng = np.random.default_rng(seed)
-    rows = []
+    campaign = CampaignRecord(cfg.name)
     for cell in expand(cfg):
         run_cfg = for_cell(cfg, cell).metadata()   # the experiment as the run's metadata.json records it
         if run_cfg["loop"]["type"] == "none":
@@ -195,9 +196,8 @@ def write_campaign(out_dir: str | Path, doc: dict, delays: DelayModel | FlowDela
         else:
             y_d, u_d = delays(cell, run_cfg, rng)
             write_run(out_dir / "runs" / cell.run_id, run_cfg, y_d, u_d)
-        rows.append({"run_id": cell.run_id, "transport": cell.transport, "condition": cell.condition,
-                     "settings": dict(cell.settings), "repetition": cell.repetition, "status": "complete",
-                     "error": None})
-    (out_dir / "campaign.json").write_text(json.dumps({"experiment": cfg.name, "cells": rows}, indent=1),
-                                           encoding="utf-8")
+        campaign.cells.append(CampaignCell(run_id=cell.run_id, transport=cell.transport, condition=cell.condition,
+                                           settings=dict(cell.settings), repetition=cell.repetition,
+                                           status="complete"))
+    save_campaign(out_dir, campaign)
     return out_dir

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from netloop import docgen, paths
+from netloop import docgen, docgen_results, paths
 
 REPO = paths.REPO
 NETLOOP = str(REPO / "bin" / "netloop")
@@ -139,10 +139,10 @@ def test_results_block_copies_the_newest_campaign(tmp_path):
         (results / older).mkdir()
         (results / older / "report.md").write_text("# old\n\n## Summary\n\nNOT THIS ONE\n")
     report = (camp / "report.md").read_text(encoding="utf-8")
-    summary, table = docgen.report_extract(report)
+    summary, table = docgen_results.report_extract(report)
     assert summary and table.startswith("|")
 
-    block = docgen.results(docgen.Context(tmp_path, results))
+    block = docgen_results.results(docgen.Context(tmp_path, results))
     meta = json.loads(next((camp / "runs").glob("*/metadata.json")).read_text())
     part = block.split("### rlc_loopback", 1)[1].split("\n### ", 1)[0]
     assert meta["start_time"][:10] in part                # the date
@@ -166,7 +166,7 @@ def test_results_block_keeps_what_it_cannot_measure_again(tmp_path):
         "`experiments/rlc_loopback.yaml`, measured 2026-11-25 on X.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
         "### pound_fig21\n\nnot measured yet: `bin/netloop run experiments/pound_fig21.yaml` (about 5 min)\n\n"
         "<!-- end generated: results -->\n", encoding="utf-8")
-    block = docgen.results(docgen.Context(tmp_path, tmp_path / "no-results"))
+    block = docgen_results.results(docgen.Context(tmp_path, tmp_path / "no-results"))
     part = block.split("### rlc_loopback", 1)[1].split("\n### ", 1)[0]
     assert "measured 2026-11-25 on X." in part and "| 1 | 2 |" in part
     assert re.search(r"### pound_fig21\n\nnot measured yet: `bin/netloop run experiments/pound_fig21.yaml` \(about", block)
@@ -182,12 +182,12 @@ def test_a_campaign_made_the_example_gives_the_readme_its_headline(tmp_path):
         "name": "pound_fig21", "link": "loopback", "transport": ["tcp", "udp"], "repetitions": 2,
         "loop": {"samples": 80}}, _loop_delays)
     write_report(camp)
-    example = docgen.set_example(tmp_path, camp)
+    example = docgen_results.set_example(tmp_path, camp)
     assert (example / "report.md").read_text() == (camp / "report.md").read_text()
     assert (example / "report.html").is_file() and (example / "figures" / "step_response.png").is_file()
     assert not (example / "runs").exists()
-    summary, table = docgen.report_extract((camp / "report.md").read_text(encoding="utf-8"))
-    headline = docgen.headline(docgen.Context(tmp_path, tmp_path / "results"))
+    summary, table = docgen_results.report_extract((camp / "report.md").read_text(encoding="utf-8"))
+    headline = docgen_results.headline(docgen.Context(tmp_path, tmp_path / "results"))
     assert summary.split("\n\n")[0] in headline and table.splitlines()[2] in headline
     meta = json.loads(next((camp / "runs").glob("*/metadata.json")).read_text())
     assert f"on {meta['start_time'][:10]}" in headline
@@ -199,7 +199,7 @@ def test_report_extract_finds_the_first_table_after_the_summary():
               "**a** is best, see [the figure](figures/x.png).\n\n![f](figures/f.png)\n\n"
               "| transport | verdict |\n|:---|---:|\n| a | best |\n| b | worse by 3 % |\n\n*caption*\n\n"
               "## Next\n\n| other | table |\n|---|---|\n")
-    summary, table = docgen.report_extract(report)
+    summary, table = docgen_results.report_extract(report)
     assert summary == "**a** is best, see the figure."
     assert table.splitlines() == ["| transport | verdict |", "|:---|---:|", "| a | best |", "| b | worse by 3 % |",
                                   "", "*caption*"]
@@ -209,7 +209,7 @@ def test_report_extract_merges_a_decision_table_per_setting_into_one():
     report = ("# r\n\n## Summary\n\nbest: a\n\n## Decision table\n\nwhy\n\n### Flow `e`, period=0.1\n\n"
               "| rank | transport |\n|---|---|\n| 1 | a |\n| 2 | b |\n\n### Flow `e`, period=0.01\n\n"
               "| rank | transport |\n|---|---|\n| 1 | b |\n\n## Next\n")
-    _, table = docgen.report_extract(report)
+    _, table = docgen_results.report_extract(report)
     assert table.splitlines() == ["| setting | rank | transport |", "|---|---|---|",
                                   "| Flow `e`, period=0.1 | 1 | a |", "| Flow `e`, period=0.1 | 2 | b |",
                                   "| Flow `e`, period=0.01 | 1 | b |"]

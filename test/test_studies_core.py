@@ -77,8 +77,9 @@ def test_reproduction_written_and_rendered_into_the_docs_block(tmp_path):
     assert [c.verdict for c in back.comparisons] == [c.verdict for c in result.comparisons]
     assert back.comparisons[0].tolerance == Tolerance(factor=2, absolute=3)
     assert study_docs.newest_reproduction(tmp_path, "demo") == out
-    from netloop import docgen
-    text = study_docs.block("demo", tmp_path, None, docgen._run_metadata, docgen._date, docgen._machine)
+    from netloop import docgen_results
+    text = study_docs.block("demo", tmp_path, None, docgen_results.run_metadata, docgen_results.campaign_date,
+                            docgen_results.machine)
     assert "quick variants" in text and "measured 2026-11-26 on Test CPU, 2 cores; Linux 6.1" in text
     assert "| Table I laser D, TCP |" in text
     # nothing reproduced: the command that measures it

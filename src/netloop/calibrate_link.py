@@ -35,6 +35,7 @@ from pathlib import Path
 import yaml
 
 from . import paths
+from .run_files import has_analysis
 from .studies import pound
 from .studies.core import MATCH, MISS, NOT_MEASURED, Comparison, campaign_runs
 
@@ -220,7 +221,7 @@ def run_campaign(experiment: str, profile: str, transports: list[str] | None,
 
 def _ensure_report(results: Path) -> Path:
     results = Path(results)
-    if not (results / "analysis.json").exists():
+    if not has_analysis(results):
         from .analysis.report import write_report
         write_report(results)
     return results

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from .. import paths
+from ..run_files import has_analysis, has_campaign
 from ..schema import ConfigError
 from . import STUDY_MODULES, UnknownStudy, available, load
 from .core import StudyResult
@@ -106,7 +107,7 @@ def _given_results(items: list[str], study) -> dict:
             study.part(name)
         except KeyError as err:
             raise ConfigError("--results", str(err.args[0])) from None
-        if not (Path(path) / "analysis.json").exists() and not (Path(path) / "campaign.json").exists():
+        if not has_analysis(path) and not has_campaign(path):
             raise ConfigError("--results", f"{path} is not a campaign directory (no campaign.json)")
         out[name] = Path(path)
     return out

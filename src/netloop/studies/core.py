@@ -19,12 +19,13 @@ Verdicts:
 """
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
+
+from ..run_files import MetadataError, load_analysis, load_metadata
 
 MATCH, MISS, ONLY, NOT_MEASURED = "match", "miss", "netloop only", "not measured"
 HOLDS, FAILS = "holds", "fails"
@@ -218,28 +219,28 @@ def median(values) -> Optional[float]:
 
 
 def campaign_runs(campaign: Path) -> tuple:
-    """The runs of a campaign's ``analysis.json`` whose link kept real time, and the counts
-    {"runs", "invalid", "invalid_runs", "invalid_attempts", "rerun_runs"}: a run whose link lagged
-    is left out, never kept, and counted; ``invalid_attempts`` counts the attempts judged invalid
+    """The runs of a campaign's ``analysis.json`` (:class:`netloop.run_files.AnalysisEntry`)
+    whose link kept real time, and the counts {"runs", "invalid", "invalid_runs",
+    "invalid_attempts", "rerun_runs"}: a run whose link lagged (its metadata.json says so) is
+    left out, never kept, and counted; ``invalid_attempts`` counts the attempts judged invalid
     and run again (kept in the campaign's ``invalid/``), ``rerun_runs`` names their runs."""
     from ..rundir import invalid_attempts  # noqa: PLC0415 - not at import: `reproduce --list`
     campaign = Path(campaign)
-    analysis = json.loads((campaign / "analysis.json").read_text())
     kept: list = []
     counts: dict = {"runs": 0, "invalid": 0, "invalid_runs": [], "invalid_attempts": 0, "rerun_runs": []}
-    for run in analysis:
+    for run in load_analysis(campaign):
         counts["runs"] += 1
-        reruns = len(invalid_attempts(campaign, run["run_id"]))
+        reruns = len(invalid_attempts(campaign, run.run_id))
         if reruns:
             counts["invalid_attempts"] += reruns
-            counts["rerun_runs"].append(run["run_id"])
+            counts["rerun_runs"].append(run.run_id)
         try:
-            meta = json.loads((campaign / "runs" / run["run_id"] / "metadata.json").read_text())
-        except (OSError, ValueError):
-            meta = {}
-        if (meta.get("link_health") or {}).get("valid") is False:
+            link_valid = load_metadata(campaign / "runs" / run.run_id).link_valid
+        except MetadataError:
+            link_valid = None
+        if link_valid is False:
             counts["invalid"] += 1
-            counts["invalid_runs"].append(run["run_id"])
+            counts["invalid_runs"].append(run.run_id)
         else:
             kept.append(run)
     return kept, counts

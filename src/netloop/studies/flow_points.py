@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ..run_files import AnalysisEntry, has_analysis
 from .core import campaign_runs, left_out_note, median
 
 
@@ -57,25 +58,25 @@ class Point:
             return None
 
 
-def _point(run: dict, flow: dict) -> Point:
+def _point(run: AnalysisEntry, flow: dict) -> Point:
     delay = flow.get("delay") or {}
     mdr = flow.get("MDR")
-    return Point(transport=run.get("transport", ""), size_bytes=flow.get("size_bytes"),
+    return Point(transport=run.transport, size_bytes=flow.get("size_bytes"),
                  period_s=flow.get("period_s"), subscriber=flow.get("subscriber") or "",
                  measures=flow.get("measures", "one-way"), p50_ms=delay.get("p50_ms"),
                  mdr_pct=None if mdr is None else 100.0 * mdr, bw_mbit=flow.get("bandwidth_mbit"),
                  sent=flow.get("sent"), received=flow.get("received"),
                  lost_before=flow.get("lost_before_subscriber"),
-                 settings=dict(((run.get("cell") or {}).get("settings") or {})))
+                 settings=run.settings)
 
 
 def read_points(campaign: Optional[Path], part: str) -> tuple:
     """(points, note): every flow of the campaign's valid runs, and the note for runs left out
     (None when none were). No campaign or no analysis.json: ([], None)."""
-    if campaign is None or not (Path(campaign) / "analysis.json").is_file():
+    if campaign is None or not has_analysis(campaign):
         return [], None
     runs, counts = campaign_runs(Path(campaign))
-    pts = [_point(run, flow) for run in runs for flow in run.get("flows") or []]
+    pts = [_point(run, flow) for run in runs for flow in run.flows]
     return pts, left_out_note(part, counts)
 
 

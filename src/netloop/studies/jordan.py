@@ -25,13 +25,11 @@ times. Two analyses of the study are defined here and tested on synthetic record
 """
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Optional
 
-from .core import (Comparison, Part, ShapeCheck, Study, StudyResult, Tolerance, campaign_runs,
-                   left_out_note, median)
+from .core import Comparison, Part, ShapeCheck, Study, StudyResult, Tolerance, median
+from .jordan_points import by, mean_at, points, rate_series
 
 KEPT_RATE = 0.9          # below this fraction of the messages the rate calls for: not kept
 ECHOED = 0.99            # below this fraction of echoes back: lost
@@ -109,82 +107,6 @@ def spread(means: list) -> Optional[float]:
     return 100.0 * (max(vals) - min(vals)) / min(vals)
 
 
-# --- reading the campaigns ----------------------------------------------------------------
-
-def points(campaign: Optional[Path]) -> tuple:
-    """([point per run and flow entry], notes): rate [Hz], cpu, link, n (pairs), transport,
-    mean_ms / p50_ms (round trip, the pairs' runs together), kept, echoed. Runs whose link
-    lagged are left out (a note says so); a missing campaign gives no points."""
-    if campaign is None or not (Path(campaign) / "analysis.json").is_file():
-        return [], []
-    runs, counts = campaign_runs(campaign)
-    out = []
-    for run in runs:
-        meta = _metadata(Path(campaign), run["run_id"])
-        exp = meta.get("experiment") or {}
-        settings = (run.get("cell") or {}).get("settings") or {}
-        by_entry: dict = {}
-        for f in run.get("flows") or []:
-            by_entry.setdefault(f.get("entry") or f.get("flow"), []).append(f)
-        for entry, flows in by_entry.items():
-            pt = _point(flows, exp, settings)
-            if pt:
-                pt.update(transport=run.get("transport"), run_id=run["run_id"])
-                out.append(pt)
-    note = left_out_note(Path(campaign).name, counts)
-    return out, [note] if note else []
-
-
-def _metadata(campaign: Path, run_id: str) -> dict:
-    try:
-        return json.loads((campaign / "runs" / run_id / "metadata.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _point(flows: list, exp: dict, settings: dict) -> Optional[dict]:
-    period = flows[0].get("period_s")
-    if not period:
-        return None
-    flow_cfg = (exp.get("flows") or [{}])[0]
-    length = (exp.get("duration") or 0) - (flow_cfg.get("start_delay") or 0)
-    sent = sum(f.get("sent") or 0 for f in flows)
-    received = sum(f.get("received") or 0 for f in flows)
-    expected = len(flows) * length / period if length > 0 else None
-    weighted = [(f["delay"]["mean_ms"], f["delay"].get("n") or 0) for f in flows
-                if (f.get("delay") or {}).get("mean_ms") is not None]
-    total = sum(n for _, n in weighted)
-    hosts = exp.get("hosts") or {}
-    return {"rate": round(1.0 / period, 3), "n": len(flows),
-            "cpu": settings.get("hosts.robot.cpu", (hosts.get("robot") or {}).get("cpu", 1.0)),
-            "link": settings.get("link", exp.get("link")),
-            "payload": flows[0].get("payload_bytes") or flows[0].get("size_bytes"),
-            "mean_ms": sum(m * n for m, n in weighted) / total if total else None,
-            "p50_ms": median((f.get("delay") or {}).get("p50_ms") for f in flows),
-            "kept": sent / expected if expected else None,
-            "echoed": received / sent if sent else None}
-
-
-def _by(pts: list, **match) -> list:
-    return [p for p in pts if all(p.get(k) == v for k, v in match.items())]
-
-
-def _mean_at(pts: list, **match) -> Optional[float]:
-    """The median over repetitions of the mean round trip at one setting."""
-    return median(p["mean_ms"] for p in _by(pts, **match))
-
-
-def _series(pts: list, **match) -> list:
-    """One point per rate (repetitions: the median mean, the worst kept/echoed)."""
-    out = []
-    for rate in sorted({p["rate"] for p in _by(pts, **match)}):
-        reps = _by(pts, rate=rate, **match)
-        out.append({"rate": rate, "mean_ms": median(p["mean_ms"] for p in reps),
-                    "kept": min((p["kept"] for p in reps if p["kept"] is not None), default=None),
-                    "echoed": min((p["echoed"] for p in reps if p["echoed"] is not None), default=None)})
-    return out
-
-
 def _hz(rate) -> str:
     return "none up to the top rate" if rate is None else f"{rate:g} Hz"
 
@@ -194,7 +116,7 @@ def _hz(rate) -> str:
 def compare_exp1(pts: list) -> tuple:
     comps, checks = [], []
     for transport in ("tcp_nodelay", "udp"):
-        series = _series(pts, transport=transport)
+        series = rate_series(pts, transport=transport)
         k = knee(series) if series else None
         top = max((p["rate"] for p in series), default=None)
         if transport == "tcp_nodelay":
@@ -217,11 +139,11 @@ def compare_exp1(pts: list) -> tuple:
 
 def compare_exp3(pts: list) -> tuple:
     comps, checks = [], []
-    base = _mean_at(pts, cpu=1.0, rate=200.0)
-    base50 = median(p.get("p50_ms") for p in _by(pts, cpu=1.0, rate=200.0))
+    base = mean_at(pts, cpu=1.0, rate=200.0)
+    base50 = median(p.get("p50_ms") for p in by(pts, cpu=1.0, rate=200.0))
     for cpu, published in ((0.75, 1.399), (0.5, 1.609)):
-        ours = _mean_at(pts, cpu=cpu, rate=200.0)
-        p50 = median(p.get("p50_ms") for p in _by(pts, cpu=cpu, rate=200.0))
+        ours = mean_at(pts, cpu=cpu, rate=200.0)
+        p50 = median(p.get("p50_ms") for p in by(pts, cpu=cpu, rate=200.0))
         comps.append(Comparison(f"Exp 3: RTT at 200 Hz, clock {cpu:.0%} / 100 %", "×", published / 1.188,
                                 ours / base if ours and base else None,
                                 Tolerance(absolute=round(0.5 * (published / 1.188 - 1), 3)), "ratio",
@@ -229,7 +151,7 @@ def compare_exp3(pts: list) -> tuple:
                                 if ours and base and p50 and base50 else ""))
     counts = {}
     for cpu, published in ((1.0, 3), (0.75, 5), (0.5, 7)):
-        series = _series(pts, cpu=cpu)
+        series = rate_series(pts, cpu=cpu)
         k = knee(series) if series else None
         counts[cpu] = degraded_count(k) if series else None
         comps.append(Comparison(f"Exp 3: degraded rates of 200-2000 Hz, clock {cpu:.0%}", "rates", published,
@@ -240,7 +162,7 @@ def compare_exp3(pts: list) -> tuple:
     checks.append(ShapeCheck("Exp 3: more rates degrade as the clock falls", "3, 5, 7 at 100, 75, 50 %",
                              ", ".join("-" if counts[c] is None else str(counts[c]) for c in (1.0, 0.75, 0.5))
                              + " at 100, 75, 50 %", grows))
-    ratios = [(r, _mean_at(pts, cpu=0.5, rate=r), _mean_at(pts, cpu=1.0, rate=r))
+    ratios = [(r, mean_at(pts, cpu=0.5, rate=r), mean_at(pts, cpu=1.0, rate=r))
               for r in sorted({p["rate"] for p in pts})]
     ratios = [(r, a / b) for r, a, b in ratios if a and b]
     worst = max(ratios, key=lambda x: x[1]) if ratios else None
@@ -254,8 +176,8 @@ def compare_exp3(pts: list) -> tuple:
 def compare_exp5(sensor: list, video: list) -> tuple:
     comps, checks = [], []
     cpus = sorted({p["cpu"] for p in sensor + video}, reverse=True)
-    s400 = spread([_mean_at(sensor, cpu=c, rate=400.0) for c in cpus])
-    v20 = spread([_mean_at(video, cpu=c, rate=20.0) for c in cpus])
+    s400 = spread([mean_at(sensor, cpu=c, rate=400.0) for c in cpus])
+    v20 = spread([mean_at(video, cpu=c, rate=20.0) for c in cpus])
     comps.append(Comparison("Exp 5: sensor 4.25 kB at 400 Hz, spread over the clocks", "%", 54, s400,
                             Tolerance(factor=2), "ratio"))
     comps.append(Comparison("Exp 5: video 308 KB at 20 Hz, spread over the clocks", "%", 4.9, v20,
@@ -263,7 +185,7 @@ def compare_exp5(sensor: list, video: list) -> tuple:
     rates = sorted({p["rate"] for p in sensor})
     fastest = slowest = 0
     for r in rates:
-        means = {c: _mean_at(sensor, cpu=c, rate=r) for c in cpus}
+        means = {c: mean_at(sensor, cpu=c, rate=r) for c in cpus}
         means = {c: m for c, m in means.items() if m is not None}
         if len(means) >= 2:
             fastest += min(means, key=means.get) == max(means)
@@ -279,13 +201,13 @@ def compare_exp5(sensor: list, video: list) -> tuple:
                              "spread 54 % (sensor, 400 Hz) vs 4.9 % (video, 20 Hz)",
                              f"{s400:.0f} % vs {v20:.1f} %" if s400 is not None and v20 is not None else "not measured",
                              None if s400 is None or v20 is None else s400 > 3 * v20))
-    v20_mean = _mean_at(video, cpu=1.0, rate=20.0)
+    v20_mean = mean_at(video, cpu=1.0, rate=20.0)
     comps.append(Comparison("Exp 5: video 308 KB at 20 Hz, mean RTT (100 % clock)", "ms", 60, v20_mean,
                             Tolerance(factor=1.5), "absolute",
                             "the 100 Mbit/s port sets it, not the CPU"))
     falls, steady = [], []
     for c in cpus:
-        lo, mid, hi = (_mean_at(video, cpu=c, rate=r) for r in (20.0, 30.0, 40.0))
+        lo, mid, hi = (mean_at(video, cpu=c, rate=r) for r in (20.0, 30.0, 40.0))
         if lo and hi:
             falls.append((c, hi / lo, hi))
         if lo and mid:
@@ -306,13 +228,13 @@ def compare_links(pts: list, what: str, at_hz: float) -> tuple:
     per link the highest rate sustained and the mean round trip at ``at_hz``."""
     comps = []
     for link in sorted({p["link"] for p in pts}) or ["ethernet", "wifi_n_mcs7"]:
-        series = _series(pts, link=link)
+        series = rate_series(pts, link=link)
         k = knee(series) if series else None
         comps.append(Comparison(f"{what} over {link}, highest rate sustained", "Hz", None,
                                 sustained(series) if series else None, None, "absolute",
                                 "" if not series else f"knee {_hz(k)}"))
         comps.append(Comparison(f"{what} at {at_hz:g} Hz over {link}, mean RTT", "ms", None,
-                                _mean_at(pts, link=link, rate=at_hz), None, "absolute"))
+                                mean_at(pts, link=link, rate=at_hz), None, "absolute"))
     return comps, []
 
 
@@ -329,7 +251,7 @@ def compare_exp7(pts: list) -> tuple:
     size_kb = (pts[0]["payload"] if pts else SENSOR_BYTES) / 1000.0
     value, per_rate = cslv(pts, size_kb)
     for rate in sorted({p["rate"] for p in pts}) or [100.0, 200.0, 300.0]:
-        series = _by(pts, rate=rate)
+        series = by(pts, rate=rate)
         n = knee(series, key="n") if series else None
         top = max((p["n"] for p in series), default=None)
         comps.append(Comparison(f"Exp 7: largest N of echo pairs sustained at {rate:g} Hz", "pairs", None,

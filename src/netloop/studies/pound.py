@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..run_files import has_analysis
 from .core import (Comparison, Part, ShapeCheck, Study, StudyResult, Tolerance, campaign_runs,
                    left_out_note, median)
 from . import pound_shapes as shapes
@@ -83,11 +84,11 @@ def flow_stats(runs: list) -> dict:
     ``runs`` (analysis.json records); ``std_source`` is the std of the source's own period."""
     per: dict = {}
     for run in runs:
-        for f in run.get("flows") or []:
+        for f in run.flows:
             d = f.get("delay") or {}
             if not d.get("n"):
                 continue
-            slot = per.setdefault(run["transport"], {}).setdefault(f["flow"], {
+            slot = per.setdefault(run.transport, {}).setdefault(f["flow"], {
                 "D": [], "std_Jd": [], "MDR": [], "std_D": [], "std_source": []})
             slot["D"].append(d.get("mean_ms"))
             slot["std_D"].append(d.get("std_ms"))
@@ -103,11 +104,11 @@ def bandwidth_curves(runs: list) -> dict:
     of each cell; a run that delivered nothing counts as 0)."""
     per: dict = {}
     for run in runs:
-        for f in run.get("flows") or []:
+        for f in run.flows:
             if f.get("size_bytes") is None:
                 continue
             bw = median([f.get("bandwidth_mbit")])
-            per.setdefault(run["transport"], {}).setdefault(int(f["size_bytes"]), []).append(bw or 0.0)
+            per.setdefault(run.transport, {}).setdefault(int(f["size_bytes"]), []).append(bw or 0.0)
     return {t: {size: median(v) for size, v in sorted(sizes.items())} for t, sizes in per.items()}
 
 
@@ -328,7 +329,7 @@ PARTS = [
 def _runs(campaigns: dict, part: str, notes: list) -> list | None:
     """The valid runs of a part's campaign (None when the part has none); a note for runs
     left out because the link lagged."""
-    if part not in campaigns or not (Path(campaigns[part]) / "analysis.json").is_file():
+    if part not in campaigns or not has_analysis(campaigns[part]):
         return None
     runs, counts = campaign_runs(campaigns[part])
     note = left_out_note(part, counts)

@@ -12,6 +12,7 @@ within ×2 (their sign must agree).
 """
 from __future__ import annotations
 
+from ..run_files import AnalysisEntry
 from .core import Comparison, ShapeCheck, Tolerance, median
 
 CLOSE_FACTOR = 2.0
@@ -33,7 +34,7 @@ def loop_deviation(runs: list) -> dict:
     for run in runs:
         iae = (run.get("deviation") or {}).get("IAE")
         if iae is not None:
-            per.setdefault(run["transport"], []).append(1e3 * iae)
+            per.setdefault(run.transport, []).append(1e3 * iae)
     return {t: median(v) for t, v in sorted(per.items())}
 
 
@@ -75,8 +76,8 @@ def recoveries(runs: list) -> dict:
     """{transport: [flow 1 s, flow 2 s, ...]} (flows in the run's order), median over the runs."""
     per: dict = {}
     for run in runs:
-        for i, flow in enumerate(run.get("flows") or []):
-            slots = per.setdefault(run["transport"], [])
+        for i, flow in enumerate(run.flows):
+            slots = per.setdefault(run.transport, [])
             while len(slots) <= i:
                 slots.append([])
             slots[i].append(flow_recovery_s(flow))
@@ -87,8 +88,8 @@ def unresumed(runs: list) -> dict:
     """{transport: [(runs in which the flow never resumed after the outage, runs), per flow]}."""
     per: dict = {}
     for run in runs:
-        for i, flow in enumerate(run.get("flows") or []):
-            slots = per.setdefault(run["transport"], [])
+        for i, flow in enumerate(run.flows):
+            slots = per.setdefault(run.transport, [])
             while len(slots) <= i:
                 slots.append([0, 0])
             outages = [o for o in flow.get("outages") or [] if o.get("loss") is None]
@@ -164,7 +165,7 @@ def _period_std(runs: list, key, period: str = "period") -> dict:
     its source (``source_period``), ms}."""
     per: dict = {}
     for run in runs:
-        flows = run.get("flows") or []
+        flows = run.flows
         std = ((flows[0].get(period) or {}).get("std_ms")) if flows else None
         if std is not None:
             per.setdefault(key(run), []).append(std)
@@ -178,8 +179,8 @@ def _sources(runs: list, key, names: dict) -> str:
     return f"; the source's own period std: {', '.join(got)}" if got else ""
 
 
-def _link(run: dict) -> str | None:
-    return ((run.get("cell") or {}).get("settings") or {}).get("link") or run.get("link")
+def _link(run: AnalysisEntry) -> str | None:
+    return run.settings.get("link") or run.get("link")
 
 
 def fig1_check(runs: list | None) -> ShapeCheck:
@@ -199,12 +200,12 @@ def fig3_check(runs: list | None) -> ShapeCheck:
     item = "Fig. 3: Nagle, one 1 KB / 20 ms flow"
     expected = (f"TCP's period at the destination at the period and twice it; TCP_NODELAY's at the "
                 f"period (std(J_d) TCP ≥ ×{NAGLE_FACTOR:g} TCP_NODELAY)")
-    std = _period_std(runs or [], lambda r: r["transport"])
+    std = _period_std(runs or [], lambda r: r.transport)
     tcp, nod = std.get("tcp"), std.get("tcp_nodelay")
     if tcp is None or nod is None:
         return ShapeCheck(item, expected, "", None)
     return ShapeCheck(item, expected, f"std(J_d) tcp {tcp:.2f} ms, tcp_nodelay {nod:.2f} ms"
-                      + _sources(runs, lambda r: r["transport"], {"tcp": "tcp", "tcp_nodelay": "tcp_nodelay"}),
+                      + _sources(runs, lambda r: r.transport, {"tcp": "tcp", "tcp_nodelay": "tcp_nodelay"}),
                       tcp >= NAGLE_FACTOR * nod)
 
 
