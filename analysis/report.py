@@ -29,12 +29,11 @@ Files written into the results directory:
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import write_json_atomic
 from ..loops import loop_analysis, loop_kind_names, loop_type_of
+from ..run_files import RunFileError, has_campaign, load_campaign, save_analysis
 from ..rundir import RunDir, invalid_attempts
 from . import decision, flow_sections, ros2_section
 from .flow_run import analyse_flow_receivers, recorded_flows
@@ -93,11 +92,11 @@ def _analyse_run(run_dir: Path) -> RunAnalysis:
 def missing_cells(path: Path, analyses: list[RunAnalysis]) -> list[dict]:
     """Cells campaign.json lists whose run directory is not there (never run, or removed)."""
     try:
-        cells = json.loads((Path(path) / "campaign.json").read_text(encoding="utf-8")).get("cells") or []
-    except (OSError, ValueError, AttributeError):
+        cells = load_campaign(path).cells if has_campaign(path) else []
+    except RunFileError:
         return []
     present = {a.run_id for a in analyses} | {p.name for p in (Path(path) / "runs").glob("*")}
-    return [c for c in cells if isinstance(c, dict) and c.get("run_id") not in present]
+    return [c.to_json() for c in cells if c.run_id not in present]
 
 
 def _campaign_experiment(path: Path) -> dict | None:
@@ -151,7 +150,7 @@ def write_report_document(path: Path) -> Document:
     for kind, runs in kinds:
         kind.write_files(runs, ctx)
         points.update(kind.points(runs, ctx))
-    write_json_atomic(path / "analysis.json", [a.to_json(points.get(a.run_id)) for a in analyses])
+    save_analysis(path, [a.to_json(points.get(a.run_id)) for a in analyses])
 
     doc = Document(f"netloop report: {path.name}", base=path)
     meta = next((a.meta for a in analyses if a.meta), {})

@@ -124,7 +124,7 @@ def test_record_defaults_need_no_guards():
 #: The modules that may open metadata.json, campaign.json and analysis.json.
 OWNERS = {"src/netloop/run_files.py"}
 #: Modules that still open one of them directly (to be converted; empty when done).
-NOT_YET = {"analysis/report.py"}    # helper A
+NOT_YET: set[str] = set()    # modules not converted yet
 
 _OPENS = re.compile(r"""(["'](metadata|campaign|analysis)\.json["']|glob\(["'][^"']*(metadata|campaign|analysis)\.json)""")
 
