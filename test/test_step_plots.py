@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from analysis import repeated_steps, step_plots
+from netloop.analysis import repeated_steps, step_plots
 
 
 def test_first_repetition_and_typical_runs():
