@@ -25,7 +25,7 @@ from pathlib import Path
 from netloop.schema import ConfigError
 
 from . import state, util
-from .links import StatsFile
+from .tap_link import StatsFile
 from .profiles import load_profile, parse_set
 
 _SRC = str(Path(__file__).resolve().parents[2])

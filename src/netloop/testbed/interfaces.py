@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import util
-from .links import IFACE, MULTICAST_ROUTE, Link
+from .link_base import IFACE, MULTICAST_ROUTE, Link
 
 #: link types whose hosts' interfaces can be brought down (not loopback: no interface of its own)
 INTERFACE_LINKS = ("ethernet", "ns3_wifi", "shaped")
