@@ -38,9 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from . import paths, rosenv
-from .jsonio import write_json_atomic  # noqa: F401 - runner.py imports it from here
-from .run_files import (EVENTS_FORMAT, METADATA, RUN_FORMAT, MetadataError, RunRecord,  # noqa: F401 - the API
-                        has_metadata, load_metadata, save_metadata)
+from .jsonio import write_json_atomic
+from .run_files import EVENTS_FORMAT, METADATA, RUN_FORMAT, MetadataError, RunRecord, load_metadata, save_metadata
+
+#: what other modules import from here (the typed records themselves: netloop.run_files)
+__all__ = ["EVENTS_FORMAT", "RUN_FORMAT", "MetadataError", "RunDir", "RunMetadata", "RunRecord", "attempts",
+           "create_run_dir", "cpu_steal_seconds", "git_revision", "host_info", "invalid_attempts", "now_iso",
+           "read_metadata", "ros_info", "set_aside", "sink_names", "status_problem", "write_json_atomic"]
 
 
 def now_iso() -> str:
