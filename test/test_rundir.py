@@ -123,8 +123,6 @@ def test_record_defaults_need_no_guards():
 
 #: The modules that may open metadata.json, campaign.json and analysis.json.
 OWNERS = {"src/netloop/run_files.py"}
-#: Modules that still open one of them directly (to be converted; empty when done).
-NOT_YET: set[str] = set()    # modules not converted yet
 
 _OPENS = re.compile(r"""(["'](metadata|campaign|analysis)\.json["']|glob\(["'][^"']*(metadata|campaign|analysis)\.json)""")
 
@@ -148,9 +146,7 @@ def _strip_docstrings(text: str) -> str:
 
 def test_only_the_run_directory_modules_open_its_files():
     others = openers() - OWNERS
-    assert others <= NOT_YET, "read and write these files through netloop.run_files:\n" + "\n".join(
-        sorted(others - NOT_YET))
-    assert NOT_YET <= others, f"converted, drop from NOT_YET: {sorted(NOT_YET - others)}"
+    assert not others, "read and write these files through netloop.run_files:\n" + "\n".join(sorted(others))
 
 
 def test_the_check_sees_an_opener():
