@@ -37,8 +37,9 @@ PACKAGES = {
                      "when used",
 }
 
-#: A loop kind's analysis side (and nothing else of the kind: its run side is the run's).
-LOOP_ANALYSIS = re.compile(r"netloop\.loops\.\w+\.analysis(\.\w+)*")
+#: A loop kind's analysis side and its config (its sections of the experiment model: data), and
+#: nothing else of the kind: its run side is the run's.
+LOOP_ANALYSIS = re.compile(r"netloop\.loops\.\w+\.(analysis|config)(\.\w+)*")
 
 #: Modules of analysis/ allowed more, and why.
 EXCEPTIONS = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from .flows import message_bytes
+from .loops import get_loop_kind, loop_kind_names
 from .model import Experiment
 from .schema import Collector, ConfigError, validate
 from .testbed import load_profile
@@ -48,8 +49,9 @@ def check_host_computers(exp: Experiment, hosts: list[str], found: Collector) ->
 
 
 def check_per_robot(exp: Experiment, found: Collector) -> None:
-    if exp.loop.per_robot and exp.loop.type != "rlc":
-        found.add("loop.per_robot", f"only the rlc loop runs one per robot; loop.type is {exp.loop.type}")
+    if exp.loop.per_robot and not get_loop_kind(exp.loop.type).per_robot:
+        runs = [name for name in loop_kind_names() if get_loop_kind(name).per_robot]
+        found.add("loop.per_robot", f"only the {', '.join(runs)} loop runs one per robot; loop.type is {exp.loop.type}")
     for i, flow in enumerate(exp.flows):
         if not flow.per_robot:
             continue
@@ -62,7 +64,7 @@ def check_per_robot(exp: Experiment, found: Collector) -> None:
 
 def check_ros2(exp: Experiment, found: Collector) -> None:
     """ROS 2 transports: what the native nodes cannot do, and late subscribers."""
-    from .transports.ros2 import check_experiment  # noqa: PLC0415
+    from .transports.ros2_checks import check_experiment  # noqa: PLC0415
     for key, message in check_experiment(exp):
         found.add(key, message)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from .loops.rlc.config import Controller, Plant, RlcPlacement
+from .loops.teleop.config import Teleop, TeleopPlacement
 from .ros2.qos import override_fields
 from .schema import Any_, Bool, Enum, Int, List, Map, Num, Str, key, section, to_dict, validate
 
@@ -40,74 +42,14 @@ def _transport_names() -> list[str]:
     return transport_names()
 
 
-def _simulator_names() -> list[str]:
-    from .loops.simulators import simulator_names  # noqa: PLC0415
-    return simulator_names()
-
-
 def _queue(default: int, what: str) -> Num:
     return Int(default, f"{what} queue depth [messages]: roscpp drops the oldest message beyond it",
                ge=1, le=QUEUE_SIZE_MAX)
 
 
-@section("the series RLC circuit of the Pound paper")
-class Plant:
-    R: float = key(Num(1.0, "resistance [ohm]", gt=0))
-    L: float = key(Num(0.1, "inductance [H]", gt=0))
-    C: float = key(Num(0.1, "capacitance [F]", gt=0))
-    period: float = key(Num(0.02, "sensor sample period T [s]", gt=0, le=10))
-    initial_state: list[float] = key(List(Num(), [0.0, 0.0], "[Vc [V], i [A]] at the start", min_len=2,
-                                          max_len=2))
-
-
-@section("a square-wave reference: repeated steps between 'low' and the controller's 'reference' (count 0: "
-         "off, one step at the first sample); each step's sample index is in the run's "
-         "records/reference.json (netloop.reference)")
-class SquareWave:
-    period: float = key(Num(1.0, "seconds of one period: a step up, then half a period later a step down",
-                            gt=0, le=3600))
-    count: int = key(Int(0, "periods per run (2 x count steps); 0 = off: the single step of 'reference' from "
-                            "the first sample", ge=0, le=100_000))
-    low: float = key(Num(0.0, "the low level [V]: before the first step and after every step down"))
-    random_phase: bool = key(Bool(True, "each step later than its nominal time (k x period / 2) by a random "
-                                        "0 to period / 8, drawn per run from (seed, repetition), so the steps "
-                                        "do not lock to a periodic perturbing flow (make period / 8 longer "
-                                        "than the flow's period); false: steps exactly on "
-                                        "k x period / 2, the first at the first sample"))
-    seed: int = key(Int(1, "seed of the random phases (with the run's repetition: the same steps for every "
-                           "transport of a repetition)", ge=0, le=2**31 - 1))
-
-
-@section("the controller u = K e + Ki T sum(e) + Kd (e - e_prev) / T, e = reference - y")
-class Controller:
-    K: float = key(Num(1.0, "proportional gain"))
-    Ki: float = key(Num(0.0, "integral gain [1/s]"))
-    Kd: float = key(Num(0.0, "derivative gain [s]"))
-    reference: float = key(Num(1.0, "reference step r [V], applied from the first sample (with square_wave: "
-                                    "the high level)"))
-    square_wave: SquareWave = key(SquareWave.schema)
-
-
 @section("which host runs which part of the loop")
-class Placement:
-    plant: str = key(Str("robot", "host of the plant (rlc)"))
-    controller: str = key(Str("operator", "host of the controller (rlc)"))
-    car: str = key(Str("robot", "host of the simulated car (teleop)"))
-    trial: str = key(Str("operator", "host of the scripted teleop trial (teleop)"))
-
-
-@section("teleoperation of the simulated car (loop.type teleop)")
-class Teleop:
-    world: str = key(Str("arena", "simulator world: arena | tunnel | path of an SDF .world"))
-    simulator: str = key(Enum(_simulator_names, "embedded", "the car's simulator: embedded (pybullet, this "
-                                                            "package), gazebo (gazebo_ros, where installed), or "
-                                                            "car (no simulator: the real car's driver)",
-                              what="simulator"))
-    sim: dict[str, Any] = key(Map({}, {}, "simulator parameters (docs/simulation.md), e.g. {camera_rate: 15}",
-                                  extra=Any_()))
-    trial: dict[str, Any] = key(Map({}, {}, "overrides of controllers/config/teleop_trial.yaml, e.g. "
-                                            "{duration: 8}", extra=Any_()))
-    local_baseline: bool = key(Bool(True, "also run the trial on the car's host (the local baseline)"))
+class Placement(TeleopPlacement, RlcPlacement):
+    """Every loop kind's roles (each declared in its kind's config: plant, controller, car, trial)."""
 
 
 @section("the control loop closed across the link")

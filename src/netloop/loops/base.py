@@ -52,6 +52,8 @@ class LoopKind:
 
     name: str = ""
     description: str = ""
+    #: whether ``loop.per_robot`` may run one loop per robot host of the link
+    per_robot: bool = False
 
     def check(self, exp: "Experiment", hosts: list[str]) -> None:
         """Checks of the experiment beyond the schema; raise ConfigError naming the key."""

@@ -102,6 +102,7 @@ def write_schedule(run_dir: Path, loop: "Loop", repetition: int, schedule: list[
 class RlcLoop(LoopKind):
     name = "rlc"
     description = "the RLC circuit (plant) and its controller, y and u crossing the link"
+    per_robot = True
 
     def crossing_topics(self, exp: "Experiment") -> list[CrossingTopic]:
         size, period = loop_message_bytes(exp.loop), exp.loop.plant.period
