@@ -107,3 +107,45 @@ def test_checks_across_keys_wait_for_the_keys_they_read(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_experiment(path)
     assert [k for k, _ in err.value.errors] == ["link"]
+
+
+def test_a_bad_link_profile_file_is_one_line_naming_it(tmp_path, monkeypatch):
+    from netloop.testbed import load_profile, profiles
+    monkeypatch.setattr(profiles, "LINKS_DIR", tmp_path)
+    (tmp_path / "binary.yaml").write_bytes(b"type: shaped\n\xff\n")
+    (tmp_path / "empty.yaml").write_text("# nothing yet\n")
+    (tmp_path / "listed.yaml").write_text("- type: shaped\n")
+    (tmp_path / "broken.yaml").write_text("type: shaped\ndelay_ms: [1\n")
+    (tmp_path / "child.yaml").write_text("extends: empty\ndelay_ms: 5\n")
+    for name, words in {"binary": "not UTF-8 text (byte 0xff at offset 13)", "empty": "the file is empty",
+                        "listed": "expected a mapping of keys at the top level, got a list",
+                        "broken": "not valid YAML at line 3", "child": "the file is empty"}.items():
+        with pytest.raises(ConfigError) as err:
+            load_profile(name)
+        text = str(err.value)
+        assert len(text.splitlines()) == 1 and words in text, (name, text)
+        named = "empty" if name == "child" else name        # the file at fault is the one named
+        assert err.value.source == str(tmp_path / f"{named}.yaml"), (name, err.value.source)
+
+
+def test_a_link_profile_reports_every_problem_at_once(tmp_path):
+    """Keys out of range and unknown ones together; the keys of a Wi-Fi profile that must agree,
+    all that disagree."""
+    from netloop.testbed import load_profile
+    with pytest.raises(ConfigError) as err:
+        load_profile("shaped", {"delay_ms": -1, "loss": 2, "bogus": 1})
+    assert [k for k, _ in err.value.errors] == ["delay_ms", "loss", "bogus"]
+    with pytest.raises(ConfigError) as err:
+        load_profile("wifi6", {"hops": 2, "robots": 2, "max_range_m": 5, "standard": "802.11g",
+                               "phy_rate": "ErpOfdmRate6Mbps"})
+    assert {k for k, _ in err.value.errors} == {"max_range_m", "qdisc_rate_fraction", "robots"}
+
+
+def test_a_link_profile_is_a_typed_model(tmp_path):
+    """Read by attribute; still a read-only mapping of its keys (what metadata.json records)."""
+    from netloop.testbed import load_profile
+    from netloop.testbed.profile_models import Ns3WifiProfile, ShapedProfile
+    wifi, shaped = load_profile("wifi6"), load_profile("shaped", {"delay_ms": 20})
+    assert isinstance(wifi, Ns3WifiProfile) and wifi.phy_rate == "OfdmRate6Mbps" and wifi["phy_rate"] == wifi.phy_rate
+    assert isinstance(shaped, ShapedProfile) and shaped.delay_ms == 20.0 and dict(shaped)["name"] == "shaped"
+    assert "phy_rate" not in shaped

@@ -1,6 +1,7 @@
 """Link profiles: loading, overrides and refusal of bad input (no root needed)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -136,14 +137,14 @@ def test_health_from_stats_lines(tmp_path):
     (tmp_path / "s.jsonl").write_text(line(now - 2, 7.0, 10000, 1) + line(now - 1, 1.0, 20000, 1))
     h = link.health()
     assert h["valid"] and h["max_lag_ms"] == 1.0 and h["late_fraction"] == pytest.approx(5e-5)
-    link.profile = dict(link.profile, lag_late_fraction=0.0)  # strict: any late sample
+    link.profile = dataclasses.replace(link.profile, lag_late_fraction=0.0)  # strict: any late sample
     h = link.health()
     assert not h["valid"] and "behind real time" in h["reason"]
     h = link.health(since=now - 1.5)  # only the last interval: no late sample in it
     assert h["valid"] and h["max_lag_ms"] == 1.0 and h["late_samples"] == 0
     with open(tmp_path / "s.jsonl", "a") as f:
         f.write(line(now, 40.0, 30000, 100))
-    link.profile = dict(link.profile, lag_late_fraction=0.001)
+    link.profile = dataclasses.replace(link.profile, lag_late_fraction=0.001)
     h = link.health()  # 100 of 30000 samples late > 0.1 %
     assert not h["valid"] and h["max_lag_ms"] == 40.0 and "0.333%" in h["reason"]
 

@@ -67,12 +67,12 @@ def _env() -> dict:
 def cmd_up(args) -> int:
     overrides = parse_set(args.set)
     profile = load_profile(args.link, overrides or None)  # ConfigError -> caller prints it
-    if profile["type"] == "loopback":
-        print(f"link '{profile['name']}' needs no testbed: robot and operator are this host "
+    if profile.type == "loopback":
+        print(f"link '{profile.name}' needs no testbed: robot and operator are this host "
               "(127.0.0.1); nothing to bring up")
         return 0
     if os.geteuid() != 0:
-        print(f"netloop testbed: link '{profile['name']}' needs root to create network "
+        print(f"netloop testbed: link '{profile.name}' needs root to create network "
               "namespaces; run as root or use --link loopback", file=sys.stderr)
         return 2
     cmd = [sys.executable, "-m", "netloop.testbed.command", "_keep", "--link", args.link,
@@ -127,7 +127,7 @@ def _keep(argv: list[str]) -> int:
         tb = Testbed(load_profile(a.link, json.loads(a.overrides) or None), a.log_dir,
                      persistent=True)
         tb.up()
-        reply = {"ok": True, "id": tb.id, "profile": tb.name, "type": tb.profile["type"],
+        reply = {"ok": True, "id": tb.id, "profile": tb.name, "type": tb.profile.type,
                  "up_time_s": tb.up_time_s,
                  "hosts": {h: {"netns": tb.netns(h), "address": tb.address(h)} for h in tb.hosts},
                  "leftovers_cleaned": [r["id"] for r in tb.leftovers_cleaned]}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import util
+from .profile_models import LinkProfile
 from .util import TestbedError
 
 SUBNET_PREFIX = "10.77.0."
@@ -111,7 +112,7 @@ class Link:
     uses_link_netns = False
     needs_root = True
 
-    def __init__(self, profile: dict):
+    def __init__(self, profile: LinkProfile):
         self.profile = profile
         self.ctx: LinkContext | None = None
 
@@ -156,7 +157,7 @@ class Link:
     def set_loss(self, host: str | None, probability: float) -> None:
         """A loss burst: what ``host`` sends (None: every host) is lost with ``probability``
         until it is set back to 0. Only links whose emulator decides per packet have it."""
-        raise TestbedError(f"a '{self.profile.get('type')}' link has no per-packet loss here (the kernel has "
+        raise TestbedError(f"a '{self.profile.type}' link has no per-packet loss here (the kernel has "
                            "no netem): loss bursts need a 'shaped' or 'ns3_wifi' link")
 
     # helpers -----------------------------------------------------------------------------

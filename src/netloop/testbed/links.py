@@ -26,6 +26,7 @@ from .link_base import (HOST_OCTET, IFACE, MULTICAST_ROUTE, PREFIX_LEN, PRIORITY
                         LinkContext, LoopbackLink, host_address, htb_classes, priority_band_metadata, robot_names,
                         robot_number, tap_suffix)
 from .ns3_wifi_link import Ns3WifiLink, wifi_binary
+from .profile_models import LinkProfile
 from .shaped_link import ShapedLink
 from .tap_link import StatsFile, TapLink
 
@@ -39,6 +40,6 @@ IMPLEMENTATIONS = {"loopback": LoopbackLink, "ethernet": EthernetLink, "ns3_wifi
                    "shaped": ShapedLink}
 
 
-def make_link(profile: dict) -> Link:
+def make_link(profile: LinkProfile) -> Link:
     """The link a validated profile describes (not yet up)."""
     return IMPLEMENTATIONS[profile["type"]](profile)

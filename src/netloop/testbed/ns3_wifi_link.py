@@ -16,7 +16,7 @@ from pathlib import Path
 from netloop import paths
 
 from .link_base import IFACE, host_address, robot_names
-from .profiles import air_crossings, air_overhead_bytes, background_air_mbit, shaper_rate_kbit
+from .profiles import LinkProfile, air_crossings, air_overhead_bytes, background_air_mbit, shaper_rate_kbit
 from .tap_link import TapLink
 from .util import TestbedError
 
@@ -42,10 +42,10 @@ class Ns3WifiLink(TapLink):
 
     what = "ns3"
 
-    def __init__(self, profile: dict):
+    def __init__(self, profile: LinkProfile):
         super().__init__(profile)
-        self.hosts = (["robot", "relay", "operator"] if profile["hops"] == 2
-                      else robot_names(profile["robots"]) + ["operator"])
+        self.hosts = (["robot", "relay", "operator"] if profile.hops == 2
+                      else robot_names(profile.robots) + ["operator"])
 
     def prerequisites(self) -> None:
         super().prerequisites()
@@ -56,25 +56,25 @@ class Ns3WifiLink(TapLink):
     def command(self) -> list[str]:
         p = self.profile
         order = self.hosts  # positions on the line follow this order
-        cmd = [] if not p["rt_priority"] else ["chrt", "-f", str(p["rt_priority"])]
+        cmd = [] if not p.rt_priority else ["chrt", "-f", str(p.rt_priority)]
         return cmd + [
             str(wifi_binary()),
             "--taps=" + ",".join(self.taps[h] for h in order),
-            f"--layout={'star' if p['robots'] > 1 else 'line'}",
+            f"--layout={'star' if p.robots > 1 else 'line'}",
             "--ips=" + ",".join(host_address(h) for h in order),
             "--netmask=255.255.255.0",
-            f"--standard={NS3_STANDARDS[p['standard']]}", f"--mode={p['mode']}",
-            f"--manager={p['rate_manager']}",
-            f"--rate={p['phy_rate']}", f"--distance={p['distance_m']}",
-            f"--range={p['max_range_m']}", f"--tx-power={p['tx_power_dbm']}",
-            f"--rts-threshold={p['rts_threshold']}", f"--queue={p['queue_packets']}",
-            f"--seed={p['seed']}", f"--stats={self.stats_path}",
-            f"--stats-interval={p['stats_interval_s']}", f"--probe-ms={p['probe_interval_ms']}",
-            f"--lag-bound={p['lag_bound_ms']}",
-            f"--frame-error-rate={p['frame_error_rate']}", f"--error-burst={p['error_burst']}",
-            f"--retry-limit={p['retry_limit']}", f"--qos={'true' if p['qos'] else 'false'}",
-        ] + ([f"--background-pairs={p['background_pairs']}", f"--background-mbit={p['background_mbit']}",
-              f"--background-bytes={p['background_bytes']}"] if p["background_pairs"] else [])
+            f"--standard={NS3_STANDARDS[p.standard]}", f"--mode={p.mode}",
+            f"--manager={p.rate_manager}",
+            f"--rate={p.phy_rate}", f"--distance={p.distance_m}",
+            f"--range={p.max_range_m}", f"--tx-power={p.tx_power_dbm}",
+            f"--rts-threshold={p.rts_threshold}", f"--queue={p.queue_packets}",
+            f"--seed={p.seed}", f"--stats={self.stats_path}",
+            f"--stats-interval={p.stats_interval_s}", f"--probe-ms={p.probe_interval_ms}",
+            f"--lag-bound={p.lag_bound_ms}",
+            f"--frame-error-rate={p.frame_error_rate}", f"--error-burst={p.error_burst}",
+            f"--retry-limit={p.retry_limit}", f"--qos={'true' if p.qos else 'false'}",
+        ] + ([f"--background-pairs={p.background_pairs}", f"--background-mbit={p.background_mbit}",
+              f"--background-bytes={p.background_bytes}"] if p.background_pairs else [])
 
     def shaper(self, host: str | None = None) -> dict | None:
         """The htb shaper on every host's net0, the same for each (``qdisc_rate_fraction`` > 0), or None.
@@ -93,10 +93,10 @@ class Ns3WifiLink(TapLink):
         the same way, so the hosts' shaper is set below what is left of it rather than below
         the whole air (:func:`~netloop.testbed.profiles.shaper_rate_kbit`)."""
         p = self.profile
-        if not p["qdisc_rate_fraction"]:
+        if not p.qdisc_rate_fraction:
             return None
-        return {"rate_kbit": shaper_rate_kbit(p), "overhead_bytes": air_overhead_bytes(p["phy_rate"]),
-                "limit_packets": p["qdisc_limit_packets"], "air_crossings": air_crossings(p),
+        return {"rate_kbit": shaper_rate_kbit(p), "overhead_bytes": air_overhead_bytes(p.phy_rate),
+                "limit_packets": p.qdisc_limit_packets, "air_crossings": air_crossings(p),
                 "background_air_mbit": round(background_air_mbit(p), 4)}
 
     def positions(self) -> dict[str, float | list[float]]:
@@ -104,15 +104,15 @@ class Ns3WifiLink(TapLink):
         sits between robot and operator, ``distance_m`` from each. With several robots, [x, y]:
         the hub (the operator, or the access point) at the origin and the other stations on
         a circle of radius ``distance_m`` (as netloop_wifi_link --layout star places them)."""
-        d = self.profile["distance_m"]
-        if self.profile["robots"] > 1:
-            ap = self.profile["mode"] == "ap"
+        d = self.profile.distance_m
+        if self.profile.robots > 1:
+            ap = self.profile.mode == "ap"
             around = self.hosts if ap else self.hosts[:-1]
             out = {h: [round(d * math.cos(2 * math.pi * i / len(around)), 3),
                        round(d * math.sin(2 * math.pi * i / len(around)), 3)] for i, h in enumerate(around)}
             out["access_point" if ap else "operator"] = [0.0, 0.0]
             return out
-        if self.profile["mode"] == "ap":
+        if self.profile.mode == "ap":
             return {"robot": 0.0, "access_point": d, "operator": 2 * d}
         return {h: i * d for i, h in enumerate(self.hosts)}
 
@@ -137,7 +137,7 @@ class Ns3WifiLink(TapLink):
         return [{**l, "host": self.hosts[l["node"]]} for l in lines if 0 <= l["node"] < len(self.hosts)]
 
     def routes(self, host: str) -> list[str]:
-        if self.profile["hops"] != 2 or host == "relay":
+        if self.profile.hops != 2 or host == "relay":
             return []
         other = "operator" if host == "robot" else "robot"
         return [f"{host_address(other)}/32 via {host_address('relay')} dev {IFACE}"]
@@ -147,23 +147,23 @@ class Ns3WifiLink(TapLink):
         out = super().metadata()
         out.update({
             "simulator": "ns-3 3.37 RealtimeSimulatorImpl (best effort), ChecksumEnabled",
-            "standard": f"IEEE {p['standard']} "
-                        + ("infrastructure (access point in ns-3)" if p["mode"] == "ap" else "ad-hoc")
+            "standard": f"IEEE {p.standard} "
+                        + ("infrastructure (access point in ns-3)" if p.mode == "ap" else "ad-hoc")
                         + {"constant": ", ConstantRateWifiManager", "ideal": ", IdealWifiManager",
-                           "minstrel": ", MinstrelWifiManager" if p["standard"] != "802.11n"
-                           else ", MinstrelHtWifiManager"}[p["rate_manager"]],
-            "mode": p["mode"], "phy_rate": p["phy_rate"] if p["rate_manager"] == "constant" else None,
-            "channel": "YANS, LogDistance" + (f" + Range {p['max_range_m']:g} m"
-                                              if p["max_range_m"] else ""),
+                           "minstrel": ", MinstrelWifiManager" if p.standard != "802.11n"
+                           else ", MinstrelHtWifiManager"}[p.rate_manager],
+            "mode": p.mode, "phy_rate": p.phy_rate if p.rate_manager == "constant" else None,
+            "channel": "YANS, LogDistance" + (f" + Range {p.max_range_m:g} m"
+                                              if p.max_range_m else ""),
             "positions_m": self.positions(),
             "routing": ("relay namespace forwards IPv4; static /32 routes via the relay"
-                        if p["hops"] == 2 else "the access point's MAC forwards between its stations"
-                        if p["mode"] == "ap" else "direct"),
+                        if p.hops == 2 else "the access point's MAC forwards between its stations"
+                        if p.mode == "ap" else "direct"),
             "binary": self._binary_or_none(),
             "kernel_shaper": self.shaper(),
             **self.kernel_queue_metadata(),
-            "frame_error_rate": p["frame_error_rate"], "error_burst": p["error_burst"],
-            "retry_limit": p["retry_limit"],
+            "frame_error_rate": p.frame_error_rate, "error_burst": p.error_burst,
+            "retry_limit": p.retry_limit,
             "macs": dict(zip(self.hosts, (self.ready_info or {}).get("macs", []))),
         })
         return out

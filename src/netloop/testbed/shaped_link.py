@@ -27,11 +27,11 @@ class ShapedLink(TapLink):
         so the userspace FIFO holds a few packets and the rest waits in the kernel. The
         emulator counts Ethernet frame bytes, as htb does, so no overhead is added."""
         p = self.profile
-        if not p["qdisc_rate_fraction"] or host is None:
+        if not p.qdisc_rate_fraction or host is None:
             return None
         direction = self.directions()["to_operator" if host == "robot" else "to_robot"]
-        return {"rate_kbit": int(round(p["qdisc_rate_fraction"] * direction["rate_mbit"] * 1000)),
-                "overhead_bytes": 0, "limit_packets": p["qdisc_limit_packets"]}
+        return {"rate_kbit": int(round(p.qdisc_rate_fraction * direction["rate_mbit"] * 1000)),
+                "overhead_bytes": 0, "limit_packets": p.qdisc_limit_packets}
 
     def env(self) -> dict:
         env = dict(os.environ)
@@ -41,20 +41,20 @@ class ShapedLink(TapLink):
 
     def command(self) -> list[str]:
         p = self.profile
-        cfg = {**self.directions(), "reorder": p["reorder"], "seed": p["seed"]}
-        rt = ["chrt", "-f", str(p["rt_priority"])] if p["rt_priority"] else []
+        cfg = {**self.directions(), "reorder": p.reorder, "seed": p.seed}
+        rt = ["chrt", "-f", str(p.rt_priority)] if p.rt_priority else []
         return rt + [sys.executable, "-m", "netloop.testbed.shaper",
                 "--tap", self.taps["robot"], "--tap", self.taps["operator"],
                 "--config", json.dumps(cfg), "--stats", str(self.stats_path),
-                "--lag-bound", str(p["lag_bound_ms"])]
+                "--lag-bound", str(p.lag_bound_ms)]
 
     def metadata(self) -> dict:
         out = super().metadata()
         out["directions"] = self.directions()
-        out["kernel_shaper"] = {h: self.shaper(h) for h in self.hosts} if self.profile["qdisc_rate_fraction"] else None
+        out["kernel_shaper"] = {h: self.shaper(h) for h in self.hosts} if self.profile.qdisc_rate_fraction else None
         out.update(self.kernel_queue_metadata())
-        out["reorder"] = self.profile["reorder"]
+        out["reorder"] = self.profile.reorder
         out["model"] = ("Bernoulli loss, then a FIFO limited to queue_packets sending at "
-                        "rate_mbit, then delay + jitter" + ("" if self.profile["reorder"] else
+                        "rate_mbit, then delay + jitter" + ("" if self.profile.reorder else
                                                            " without reordering"))
         return out

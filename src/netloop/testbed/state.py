@@ -132,4 +132,4 @@ def new_record(tb_id: str, profile: dict, persistent: bool, namespaces: list[str
     return {"id": tb_id, "profile": profile.get("name"), "type": profile.get("type"),
             "owner_pid": pid, "owner_start": util.proc_start_time(pid),
             "persistent": persistent, "created": time.time(), "namespaces": namespaces,
-            "pids": [], "work_dir": work_dir, "hosts": {}, "stats": None, "params": profile}
+            "pids": [], "work_dir": work_dir, "hosts": {}, "stats": None, "params": dict(profile)}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import util
 from .link_base import IFACE, Link, LinkContext, htb_classes, priority_band_metadata, tap_suffix
+from .profile_models import LinkProfile
 from .util import TestbedError
 
 
@@ -53,7 +54,7 @@ class TapLink(Link):
     what = "emulator"
     ready_timeout = 15.0
 
-    def __init__(self, profile: dict):
+    def __init__(self, profile: LinkProfile):
         super().__init__(profile)
         self.proc = None
         self.stats: StatsFile | None = None
@@ -95,7 +96,7 @@ class TapLink(Link):
         for host in self.hosts:
             util.run(["ip", "-n", ctx.link_netns, "link", "set", "dev", self.taps[host],
                       "netns", ctx.netns[host]])
-            self.configure_host(host, self.taps[host], self.profile["mtu"], self.routes(host))
+            self.configure_host(host, self.taps[host], self.profile.mtu, self.routes(host))
 
     # the kernel's queue in front of the tap: htb, TCP Small Queues (both link types) ---------
     def shaper(self, host: str | None = None) -> dict | None:
@@ -109,10 +110,10 @@ class TapLink(Link):
         super().configure_host(host, iface, mtu, routes)
         ns = self.ctx.netns[host]
         sysctls = {}
-        if self.profile["tcp_congestion_control"] != "inherit":
-            sysctls["net.ipv4.tcp_congestion_control"] = self.profile["tcp_congestion_control"]
-        if self.profile["tcp_limit_output_bytes"]:
-            sysctls["net.ipv4.tcp_limit_output_bytes"] = self.profile["tcp_limit_output_bytes"]
+        if self.profile.tcp_congestion_control != "inherit":
+            sysctls["net.ipv4.tcp_congestion_control"] = self.profile.tcp_congestion_control
+        if self.profile.tcp_limit_output_bytes:
+            sysctls["net.ipv4.tcp_limit_output_bytes"] = self.profile.tcp_limit_output_bytes
         if sysctls:
             try:
                 util.sysctl(ns, sysctls)
@@ -120,18 +121,18 @@ class TapLink(Link):
                 if "tcp_congestion_control" not in str(err):
                     raise
                 raise TestbedError(
-                    f"tcp_congestion_control: {self.profile['tcp_congestion_control']} cannot be "
+                    f"tcp_congestion_control: {self.profile.tcp_congestion_control} cannot be "
                     "set inside a namespace on this machine (only the algorithms in the root "
                     "namespace's net.ipv4.tcp_allowed_congestion_control can); use one of those, "
                     f"or inherit ({err})") from None
-        if self.profile["gso_max_segs"]:
-            util.ip_batch([f"link set dev {IFACE} gso_max_segs {self.profile['gso_max_segs']}"], ns)
+        if self.profile.gso_max_segs:
+            util.ip_batch([f"link set dev {IFACE} gso_max_segs {self.profile.gso_max_segs}"], ns)
         self.shape(host)
 
     def shape(self, host: str) -> None:
         """The htb of :meth:`shaper` on ``host``'s net0, when the profile has one, with the
         marked packets' class of :func:`htb_classes` served first."""
-        sh, ns, mtu = self.shaper(host), self.ctx.netns[host], self.profile["mtu"]
+        sh, ns, mtu = self.shaper(host), self.ctx.netns[host], self.profile.mtu
         if sh is None:
             return
         burst = str(mtu + 14 + sh["overhead_bytes"])
@@ -143,9 +144,9 @@ class TapLink(Link):
     def kernel_queue_metadata(self) -> dict:
         """The kernel-side settings of the hosts (what :meth:`configure_host` applied)."""
         p = self.profile
-        return {"tcp_congestion_control": p["tcp_congestion_control"],
-                "gso_max_segs": p["gso_max_segs"] or None,
-                "tcp_limit_output_bytes": p["tcp_limit_output_bytes"] or None,
+        return {"tcp_congestion_control": p.tcp_congestion_control,
+                "gso_max_segs": p.gso_max_segs or None,
+                "tcp_limit_output_bytes": p.tcp_limit_output_bytes or None,
                 "priority_band": priority_band_metadata() if any(self.shaper(h) for h in self.hosts) else None}
 
     def env(self) -> dict:
@@ -205,7 +206,7 @@ class TapLink(Link):
         run's processes exit after the last message was delivered) is listed but not
         counted."""
         p = self.profile
-        bound, allowed = p["lag_bound_ms"], p["lag_late_fraction"]
+        bound, allowed = p.lag_bound_ms, p.lag_late_fraction
         out = {"valid": True, "reason": "ok", "lag_bound_ms": bound, "max_lag_ms": None,
                "mean_lag_ms": None, "late_fraction": None, "late_fraction_allowed": allowed,
                "samples": 0, "late_samples": 0, "stalls": []}
