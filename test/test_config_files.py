@@ -149,3 +149,9 @@ def test_a_link_profile_is_a_typed_model(tmp_path):
     assert isinstance(wifi, Ns3WifiProfile) and wifi.phy_rate == "OfdmRate6Mbps" and wifi["phy_rate"] == wifi.phy_rate
     assert isinstance(shaped, ShapedProfile) and shaped.delay_ms == 20.0 and dict(shaped)["name"] == "shaped"
     assert "phy_rate" not in shaped
+
+
+def test_every_link_type_has_a_model_and_an_emulator():
+    from netloop.testbed.links import IMPLEMENTATIONS
+    from netloop.testbed.profile_models import MODELS
+    assert list(MODELS) == list(IMPLEMENTATIONS)

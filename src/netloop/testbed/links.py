@@ -35,7 +35,7 @@ __all__ = ["HOST_OCTET", "IFACE", "IMPLEMENTATIONS", "MULTICAST_ROUTE", "PREFIX_
            "StatsFile", "TapLink", "host_address", "htb_classes", "make_link", "priority_band_metadata",
            "robot_names", "robot_number", "tap_suffix", "wifi_binary"]
 
-#: a profile's ``type`` -> the class that emulates it (``profiles.TYPES`` are these keys)
+#: a profile's ``type`` -> the class that emulates it (the keys of ``profile_models.MODELS``)
 IMPLEMENTATIONS = {"loopback": LoopbackLink, "ethernet": EthernetLink, "ns3_wifi": Ns3WifiLink,
                    "shaped": ShapedLink}
 

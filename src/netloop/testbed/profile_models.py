@@ -16,7 +16,6 @@ from netloop.schema import Bool, Collector, Enum, Int, Map, Node, Num, Str, key,
 
 from .link_air import WIFI_RATES, air_left_mbit, background_air_mbit
 
-TYPES = ["loopback", "ethernet", "ns3_wifi", "shaped"]
 
 _MTU = Int(default=1500, ge=576, le=9000, doc="MTU of the hosts' interfaces, bytes")
 _LAG = Num(default=5.0, gt=0, le=1000,
@@ -33,7 +32,7 @@ class LinkProfile(Mapping):
     """A validated link profile. Subclasses add their type's keys."""
 
     name: str = key(Str(default="custom", doc="the profile's name (its file's stem)"))
-    type: str = key(Enum(TYPES, doc="link implementation", what="link type"))
+    type: str = key(Enum(lambda: list(MODELS), doc="link implementation", what="link type"))
     description: str = key(Str(default="", nonempty=False, doc="one line for humans"))
 
     def __getitem__(self, name: str) -> Any:
@@ -282,6 +281,8 @@ class ShapedProfile(TapProfile):
     mtu: int = key(_MTU)
 
 
-#: a profile's ``type`` -> its model
+#: a profile's ``type`` -> its model: the one list of link types (a type's emulator is
+#: ``links.IMPLEMENTATIONS[type]``; a test holds the two lists equal)
 MODELS: dict[str, type[LinkProfile]] = {"loopback": LoopbackProfile, "ethernet": EthernetProfile,
                                         "ns3_wifi": Ns3WifiProfile, "shaped": ShapedProfile}
+TYPES = list(MODELS)
