@@ -338,10 +338,12 @@ def _parse_yaml(text: str, source: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        what = "; ".join(" ".join(str(part).split()) for part in (err.context, err.problem) if part)
-        raise ConfigError("", f"not valid YAML{where}: {what}", source) from None
+        def at(mark: Any) -> str:
+            return f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = " ".join(str(err.problem or err).split())
+        if err.context:   # e.g. the flow mapping an unclosed brace began
+            what += f" ({' '.join(str(err.context).split())}{at(err.context_mark)})"
+        raise ConfigError("", f"not valid YAML{at(err.problem_mark)}: {what}", source) from None
     except yaml.YAMLError as err:
         raise ConfigError("", f"not valid YAML: {' '.join(str(err).split())}", source) from None
 
