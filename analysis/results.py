@@ -289,6 +289,8 @@ class RunAnalysis(Result):
     loop: LoopRunResult | None = None
     prediction: PredictionResult | None = None
     teleop: TeleopRunResult | None = None
+    #: the typed result of a loop kind without a field of its own (a plug-in's), in analysis.json as ``result``
+    result: Result | None = None
     flows: list[FlowResult] = field(default_factory=list)
     #: loop.per_robot: every robot's loop, by robot (``loop`` is the first robot's)
     robot_loops: dict[str, LoopRunResult] = field(default_factory=dict)
@@ -316,4 +318,4 @@ class RunAnalysis(Result):
             "cell": self.cell}
         return base | {"problems": list(self.problems), "loop_type": self.loop_type,
                        "degradation": to_json(point), "prediction": to_json(self.prediction),
-                       "flows": to_json(self.flows)}
+                       "flows": to_json(self.flows)} | ({"result": to_json(self.result)} if self.result else {})

@@ -10,7 +10,7 @@ on /toy, a flow_sink on the operator records them; its analysis counts what arri
 from __future__ import annotations
 
 import csv
-import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,11 +20,12 @@ from netloop.analysis.kinds import LoopAnalysis, ReportContext
 from netloop.analysis.records import read_events
 from netloop.analysis.rendering import Document, Section
 from netloop.analysis.report import closing, write_report_document
-from netloop.analysis.results import RunAnalysis, StepResponse, TeleopRunResult
+from netloop.analysis.results import Result, RunAnalysis, StepResponse, TeleopRunResult
 from netloop.experiment import validate_experiment
 from netloop.loops import (LoopKindEntry, get_loop_kind, loop_analysis, loop_kind_entry, loop_kind_names,
                            register_loop_kind)
 from netloop.loops.base import LoopKind, LoopStart, StartedLoop
+from netloop.run_files import load_analysis, load_metadata
 from netloop.runner import campaign_dir_for, run_experiment
 from netloop.transports.base import CrossingTopic
 
@@ -55,6 +56,14 @@ class PingLoop(LoopKind):
         return StartedLoop(ending=source, connections={"/toy": ("/toy_source", "/toy_sink")})
 
 
+@dataclass
+class PingResult(Result):
+    """The toy's typed result of one run (analysis.json's ``result``)."""
+
+    sent: int
+    received: int
+
+
 class PingAnalysis(LoopAnalysis):
     """The analysis side: how many pings arrived, its section, its rows and its CSV."""
 
@@ -64,14 +73,14 @@ class PingAnalysis(LoopAnalysis):
         a = super().analyse_run(run_dir, meta)
         sent = len(read_events(Path(run_dir) / "records" / "toy_source.csv").select("tx", "/toy"))
         got = len(read_events(Path(run_dir) / "records" / "toy_sink.csv").select("rx", "/toy"))
-        a.cell = dict(a.cell or {}, pings=[sent, got])   # a toy's result travels in the cell
+        a.result = PingResult(sent, got)
         return a
 
     def run_table(self, runs: list[RunAnalysis]):
-        return ["run", "pings sent", "pings received"], [[a.run_id, *a.cell["pings"]] for a in runs]
+        return ["run", "pings sent", "pings received"], [[a.run_id, a.result.sent, a.result.received] for a in runs]
 
     def sections(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[Section]:
-        return [Section("Ping loop").p(f"{sum(a.cell['pings'][1] for a in runs)} pings arrived.")]
+        return [Section("Ping loop").p(f"{sum(a.result.received for a in runs)} pings arrived.")]
 
     def write_files(self, runs: list[RunAnalysis], ctx: ReportContext) -> None:
         header, rows = self.run_table(runs)
@@ -94,7 +103,7 @@ def test_a_kind_registered_here_runs_end_to_end_and_has_its_report_section(ping_
                                "loop": {"type": "ping", "samples": 20}}, name="ping")
     out = campaign_dir_for(cfg, tmp_path)
     run_experiment(cfg, out, log=lambda _: None)
-    meta = json.loads((out / "runs" / "tcp-r0" / "metadata.json").read_text())
+    meta = load_metadata(out / "runs" / "tcp-r0").to_json()
     assert meta["status"] == "complete", meta.get("error")
     assert meta["loop"]["type"] == "ping" and meta["negotiated_transport"]["/toy"] == "TCPROS"
 
@@ -103,7 +112,8 @@ def test_a_kind_registered_here_runs_end_to_end_and_has_its_report_section(ping_
     assert "## Ping loop" in md and "20 pings arrived." in md
     assert "## Every loop run" in md and "| tcp-r0 | 20 | 20 |" in md
     assert list(csv.reader(open(out / "pings.csv"))) == [["run", "pings sent", "pings received"], ["tcp-r0", "20", "20"]]
-    assert json.loads((out / "analysis.json").read_text())[0]["loop_type"] == "ping"
+    entry = load_analysis(out)[0]
+    assert entry.get("loop_type") == "ping" and entry.get("result") == {"sent": 20, "received": 20}
     assert not (out / "runs.csv").exists()      # the rlc kind's tables are the rlc kind's
     assert doc.written[0] == out / "report.md"
 
