@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import xmlrpc.client
 from pathlib import Path
 
 import pytest
@@ -58,31 +59,103 @@ def ros_env():
     return rosenv.base_env()
 
 
-@pytest.fixture
-def roscore(tmp_path, ros_env):
-    """A real roscore on a free port on loopback, stopped (by PID) after the test."""
-    with ProcessGroup(tmp_path / "master-logs") as group:
-        master = RosMaster(group, dict(ros_env, ROS_LOG_DIR=str(tmp_path / "ros"), ROS_HOME=str(tmp_path / "ros")))
-        master.start()
-        master.group = group
+@pytest.fixture(scope="module")
+def _module_master(tmp_path_factory, ros_env):
+    """One real roscore on a free port on loopback for a module's tests (starting one takes
+    ~1 s, stopping ~0.5 s: a second or more per test); :func:`roscore` hands it to each test
+    clean. Stopped (by PID) after the module's last test."""
+    base = tmp_path_factory.mktemp("roscore")
+    with ProcessGroup(base / "master-logs") as group:
+        master = _start_master(group, ros_env, base)
         yield master
-        # the test's own nodes first, the last started first; then rosout and the master
-        # together, not one after the other (the group finds them gone)
-        core = [p for p in (master.rosout, master.process) if p is not None]
-        for proc in reversed(group.processes):
-            if proc not in core:
-                group.stop(proc)
-        for proc in core:
-            try:
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-        for proc in core:
-            try:
-                proc.popen.wait(timeout=3.0)
-            except subprocess.TimeoutExpired:
-                pass   # stop_all goes on with SIGTERM and SIGKILL
+        _stop_master(master)
+
+
+@pytest.fixture
+def roscore(_module_master, tmp_path):
+    """A real roscore on loopback, as a fresh one: the test's processes log to its own
+    ``tmp_path/master-logs``, and after the test they are stopped (by PID, the last started
+    first) and the parameters they set are deleted. A master that a test left with a node
+    still registered (one killed before it could unregister) or that no longer answers is
+    replaced by a new one, so no test sees another's nodes, topics or parameters."""
+    master = _module_master
+    if not _is_clean(master):
+        _restart(master)
+    master.group.log_dir = tmp_path / "master-logs"
+    master.group.log_dir.mkdir(parents=True, exist_ok=True)
+    yield master
+    core = _core(master)
+    for proc in reversed(master.group.processes):
+        if proc not in core:
+            master.group.stop(proc)
+    master.group.processes[:] = core
+    _delete_params_but(master, _MASTER_PARAMS)
+    if not _is_clean(master):
+        _restart(master)
+
+
+#: The parameters a new master has (rosmaster's own, and run_id that RosMaster.start sets).
+_MASTER_PARAMS = {"/run_id", "/rosdistro", "/rosversion"}
+#: The registrations of rosout, the only node of a clean master.
+_ROSOUT = "/rosout"
+
+
+def _start_master(group: ProcessGroup, ros_env: dict, base: Path) -> RosMaster:
+    master = RosMaster(group, dict(ros_env, ROS_LOG_DIR=str(base / "ros"), ROS_HOME=str(base / "ros")))
+    master.start()
+    master.group = group
+    return master
+
+
+def _core(master: RosMaster) -> list:
+    return [p for p in (master.rosout, master.process) if p is not None]
+
+
+def _stop_master(master: RosMaster) -> None:
+    """rosout and the master together, not one after the other (the group finds them gone)."""
+    core = _core(master)
+    for proc in core:
+        try:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+    for proc in core:
+        try:
+            proc.popen.wait(timeout=3.0)
+        except subprocess.TimeoutExpired:
+            master.group.stop(proc)   # SIGTERM, then SIGKILL
+    master.group.processes[:] = [p for p in master.group.processes if p not in core]
+
+
+def _restart(master: RosMaster) -> None:
+    """Replace the module's master by a new one on a new port (same object: tests hold it)."""
+    _stop_master(master)
+    base = master.group.log_dir.parent
+    fresh = _start_master(master.group, master.env, base)
+    master.__dict__.update(fresh.__dict__)
+
+
+def _is_clean(master: RosMaster) -> bool:
+    """The master answers, only rosout's processes run, and only rosout is registered."""
+    if any(p.poll() is not None for p in _core(master)) or not master.ready():
+        return False
+    try:
+        code, _, state = master.rpc(master.uri, "getSystemState")
+        _, _, names = master.rpc(master.uri, "getParamNames")
+    except (OSError, xmlrpc.client.Error):
+        return False
+    nodes = {node for kind in state for _, registered in kind for node in registered}
+    return code == 1 and nodes <= {_ROSOUT} and set(names) <= _MASTER_PARAMS
+
+
+def _delete_params_but(master: RosMaster, keep: set[str]) -> None:
+    try:
+        _, _, names = master.rpc(master.uri, "getParamNames")
+        for name in sorted(set(names) - keep):
+            master.rpc(master.uri, "deleteParam", name)
+    except (OSError, xmlrpc.client.Error):
+        pass   # _is_clean finds it so and the master is replaced
 
 
 @pytest.fixture(scope="module")
