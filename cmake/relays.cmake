@@ -30,8 +30,23 @@ install(TARGETS netloop_relay_wire netloop_relay_ros
   ARCHIVE DESTINATION ${CATKIN_PACKAGE_LIB_DESTINATION}
   LIBRARY DESTINATION ${CATKIN_PACKAGE_LIB_DESTINATION})
 
-foreach(node nimbro_relay priority_relay)
+# nimbro_topic_transport's scheme, one node per role (as upstream's udp_sender, udp_receiver,
+# tcp_sender, tcp_receiver), on what the roles share: a node's life and statistics, the senders'
+# and the receivers' common parts.
+add_library(netloop_nimbro_relay src/relays/nimbro_role.cpp src/relays/nimbro_sender.cpp
+  src/relays/nimbro_receiver.cpp)
+target_link_libraries(netloop_nimbro_relay netloop_relay_ros netloop_relay_wire netloop_core ${catkin_LIBRARIES}
+  pthread)
+add_dependencies(netloop_nimbro_relay ${PROJECT_NAME}_generate_messages_cpp)
+install(TARGETS netloop_nimbro_relay
+  ARCHIVE DESTINATION ${CATKIN_PACKAGE_LIB_DESTINATION}
+  LIBRARY DESTINATION ${CATKIN_PACKAGE_LIB_DESTINATION})
+
+foreach(node nimbro_udp_sender nimbro_tcp_sender nimbro_udp_receiver nimbro_tcp_receiver priority_relay)
   add_executable(${node} src/relays/${node}.cpp)
+  if(node MATCHES "^nimbro_")
+    target_link_libraries(${node} netloop_nimbro_relay)
+  endif()
   target_link_libraries(${node} netloop_relay_ros netloop_relay_wire netloop_core ${catkin_LIBRARIES} pthread)
   add_dependencies(${node} ${PROJECT_NAME}_generate_messages_cpp)
   install(TARGETS ${node} RUNTIME DESTINATION ${CATKIN_PACKAGE_BIN_DESTINATION})

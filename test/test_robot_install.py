@@ -224,7 +224,8 @@ def robot(tmp_path_factory, request):
 def test_make_robot_installs_and_builds_only_what_runs_on_a_robot(robot):
     devel = robot.root / CHECKOUT.lstrip("/") / ".build" / "ws" / "devel"
     nodes = {p.name for p in (devel / "lib" / "netloop").iterdir()}
-    assert {"rlc_plant", "loop_controller", "flow_source", "flow_sink", "nimbro_relay", "priority_relay"} <= nodes
+    assert {"rlc_plant", "loop_controller", "flow_source", "flow_sink", "nimbro_udp_sender", "nimbro_tcp_sender",
+            "nimbro_udp_receiver", "nimbro_tcp_receiver", "priority_relay"} <= nodes
     assert not {"netloop_wifi_link", "netloop_cpp_tests", "ros2_bridge", "netloop_ros2_info", "teleop_trial"} & nodes
     assert not (devel / "lib" / "libnetloop_ros2.so").exists()
     info = dict(line.split("=", 1) for line in (devel / "share" / "netloop" / "build_info.txt").read_text().split())

@@ -91,7 +91,7 @@ def test_own_nimbro_configuration_all_udp():
     assert {s["name"] for s in specs} == {"nimbro_udp_receiver_operator", "nimbro_udp_receiver_robot",
                                           "nimbro_udp_sender_robot_to_operator", "nimbro_udp_sender_operator_to_robot"}
     rx = next(s for s in specs if s["name"] == "nimbro_udp_receiver_operator")
-    assert rx["argv"][0] == "/devel/lib/netloop/nimbro_relay"
+    assert rx["argv"][0] == "/devel/lib/netloop/nimbro_udp_receiver"
     assert rx["params"]["role"] == "udp_receiver" and rx["params"]["allowed_peers"] == ["10.77.0.1"]
     assert rx["params"]["stats_path"] == "/run/records/relay_nimbro_udp_receiver_operator_stats.jsonl"
     image = next(t for t in rx["params"]["topics"] if t["name"] == "/flows/image")

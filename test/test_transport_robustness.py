@@ -132,7 +132,7 @@ def own_socket(proto: str, port: int) -> dict:
 def test_udp_receiver_survives_hostile_datagrams(roscore, nodes, tmp_path):
     lt = message_type("netloop/LoopSample")
     port, stats = free_port(), tmp_path / "stats.jsonl"
-    relay = nodes("nimbro_relay", "rx", {
+    relay = nodes("nimbro_udp_receiver", "rx", {
         "role": "udp_receiver", "address": "127.0.0.1", "port": port, "allowed_peers": ["127.0.0.1"],
         "topics": [{"name": "/t", "type": lt["type"], "md5": lt["md5"], "definition": lt["definition"]}],
         "reassembly_timeout": 0.3, "max_message_bytes": 1 << 20, "max_pending_bytes": 2 << 20,
@@ -196,7 +196,7 @@ def test_udp_receiver_survives_hostile_datagrams(roscore, nodes, tmp_path):
 def test_tcp_receiver_closes_bad_streams(roscore, nodes, tmp_path):
     lt = message_type("netloop/LoopSample")
     port, stats = free_port(), tmp_path / "stats.jsonl"
-    relay = nodes("nimbro_relay", "rx", {
+    relay = nodes("nimbro_tcp_receiver", "rx", {
         "role": "tcp_receiver", "address": "127.0.0.1", "port": port, "allowed_peers": ["127.0.0.1"],
         "topics": [{"name": "/t"}], "stats_period": 0.2, "stats_path": str(stats)})  # type learnt from the stream
     proc, rx = sink(nodes, tmp_path, "/t")
@@ -301,7 +301,7 @@ def test_tcp_sender_waits_for_each_acknowledgement(roscore, nodes, tmp_path, mes
     sent again on a new connection. With message_ack false every message is written at once."""
     rx, stats = FrameReader(), tmp_path / "stats.jsonl"
     try:
-        relay = nodes("nimbro_relay", "tx", {
+        relay = nodes("nimbro_tcp_sender", "tx", {
             "role": "tcp_sender", "destination_addr": "127.0.0.1", "destination_port": rx.port,
             "address": "127.0.0.1", "topics": [{"name": "/t"}], "message_ack": message_ack,
             "ack_timeout": 1.0, "stats_period": 0.2, "stats_path": str(stats)})

@@ -211,7 +211,7 @@ def experiment_warnings(exp: Experiment) -> list[str]:
                        f"large message queues in the kernel ahead of the small ones it should overtake")
     else:
         capacity = link_capacity_mbit(load_profile(exp.link, exp.link_params))
-    from .transports.ros2 import zenoh_drop_warnings  # noqa: PLC0415
+    from .transports.ros2_checks import zenoh_drop_warnings  # noqa: PLC0415
     out += zenoh_drop_warnings(exp, capacity)
     if capacity is None:
         return out

@@ -30,7 +30,8 @@ from typing import Any
 from . import paths
 
 #: the compiled nodes a workspace's build must have (the loop, the flows, the relays)
-NODES = ("rlc_plant", "loop_controller", "flow_source", "flow_sink", "nimbro_relay", "priority_relay")
+NODES = ("rlc_plant", "loop_controller", "flow_source", "flow_sink", "nimbro_udp_sender", "nimbro_tcp_sender",
+         "nimbro_udp_receiver", "nimbro_tcp_receiver", "priority_relay")
 BUILD_INFO = "share/netloop/build_info.txt"
 
 # Run on the machine: key=value lines, every key prefixed with ws_ (they join the lines of the

@@ -52,6 +52,7 @@ ROBOT_MODULES = (
     "netloop.clocksync",
     "netloop.transports",
     "netloop.transports.mm_sync",
+    "netloop.transports.mm_discovery",
     "netloop.ros2",
     "netloop.ros2.zenoh_router",
     "netloop.car_driver",

@@ -94,7 +94,7 @@ bool endsWith(const std::string& s, const std::string& tail) {
 void stampReport(netloop::RelayStats& report, const std::string& role) {
   report.role = role;
   report.node = ros::this_node::getName();
-  report.stamp_ns = wallNs();
+  report.header.stamp.fromNSec(static_cast<uint64_t>(wallNs()));  // wall clock, as the event records
   report.cpu_s = cpuSeconds();
 }
 
@@ -135,7 +135,7 @@ std::string reportJson(const netloop::RelayStats& s) {
   JsonObject o;
   o.add("role", s.role).add("node", s.node);
   if (priority_relay) o.add("host", s.host);
-  o.add("stamp_ns", s.stamp_ns).add("cpu_s", s.cpu_s);
+  o.add("stamp_ns", static_cast<int64_t>(s.header.stamp.toNSec())).add("cpu_s", s.cpu_s);
   if (sender) o.add("destination", s.destination);
   if (s.role == "tcp_sender") o.add("connected", static_cast<bool>(s.connected)).add("connects", s.connects).add("acks", s.acks);
   if (s.role == "tcp_sender" || priority_relay) o.add("queue_bytes", s.queue_bytes);

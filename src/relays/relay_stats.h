@@ -17,7 +17,7 @@ namespace relay {
 /// Topic of the reports unless ~stats_topic says otherwise.
 constexpr const char* kStatsTopic = "/netloop_relay/stats";
 
-/// Fills the fields every report has: role, node, wall-clock stamp, CPU time.
+/// Fills the fields every report has: header.stamp (wall clock), role, node, CPU time.
 void stampReport(netloop::RelayStats& report, const std::string& role);
 
 /// Counts one malformed datagram or stream frame by its reason.

@@ -15,7 +15,7 @@ Relay transports (``multi_master = True``: one ROS master per host; the runner c
 (``netloop/RelayStats``; mm_sync: ``netloop/MasterSyncStats``) and in
 ``records/relay_<process>_stats.jsonl``; ``runs/<id>/transport.json`` records what ran):
   - ``nimbro``, ``nimbro_mixed``: nimbro_topic_transport's sender/receiver pairs (the real
-    package when installed, else netloop's ``nimbro_relay``): every topic over UDP
+    package when installed, else netloop's own nodes, one per role): every topic over UDP
     (fragmented to the MTU, reassembled, incomplete messages dropped after a timeout), or
     small topics over UDP and large ones (> 16 KiB) over TCP (:mod:`.nimbro`).
   - ``multimaster``: discovery + master synchronisation (multimaster_fkie when installed,

@@ -4,16 +4,10 @@ installed. One process per host, a ROS node of that host's master:
 
     python -m netloop.transports.mm_sync __name:=mm_sync_robot   (private parameters below)
 
-Discovery. Every 1/``~heartbeat_hz`` s the node sends a heartbeat (one small JSON datagram:
-host name, master URI, the URI of its own XML-RPC state server, a random epoch per start,
-a state version) to the multicast group ``~mcast_group``:``~mcast_port`` (TTL 1) on its
-host's interface, and/or by unicast to the static peers ``~peers`` ([{host, address,
-port}]). ``~discovery``: ``multicast``, ``static``, or ``auto`` = multicast, plus unicast
-to every static peer when multicast cannot be used here (no multicast on the interface) or
-has not found that peer within ``~static_after`` s (e.g. the two ends of a two-hop chain,
-out of each other's radio range). Heartbeats from addresses not in ``~allowed_peers``,
-heartbeats of another ``~domain`` (another run sharing the network), malformed ones and
-our own are dropped (and counted). A peer not heard for
+Discovery (:mod:`.mm_discovery`). Heartbeats by multicast and/or unicast to the static peers
+(``~discovery``: ``multicast``, ``static``, ``auto``; unicast also to a peer multicast has not
+found within ``~static_after`` s, e.g. the two ends of a two-hop chain, out of each other's
+radio range); foreign, malformed and own heartbeats dropped and counted. A peer not heard for
 ``~peer_timeout`` s is gone: everything synchronised from it is unregistered; when it
 comes back (or restarts: new epoch) it is synchronised again.
 
@@ -40,20 +34,18 @@ from __future__ import annotations
 import json
 import os
 import random
-import select
 import socket
 import sys
 import threading
 import time
-import urllib.parse
 import xmlrpc.client
 from socketserver import ThreadingMixIn
 from typing import Any
 from xmlrpc.server import SimpleXMLRPCServer
 
-MAGIC = "netloop-sync/1"
+from .mm_discovery import Discovery, Peer
+
 IGNORED_TOPICS = {"/rosout", "/rosout_agg", "/netloop_relay/stats"}
-MAX_HEARTBEAT = 1024
 
 
 class _TimeoutTransport(xmlrpc.client.Transport):
@@ -75,39 +67,9 @@ class _Server(ThreadingMixIn, SimpleXMLRPCServer):
     daemon_threads = True
 
 
-def parse_heartbeat(data: bytes) -> dict[str, Any] | None:
-    """A heartbeat's fields, or None when it is not a valid one."""
-    if len(data) > MAX_HEARTBEAT:
-        return None
-    try:
-        hb = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(hb, dict) or hb.get("magic") != MAGIC:
-        return None
-    ok = (isinstance(hb.get("host"), str) and 0 < len(hb["host"]) <= 64
-          and all(isinstance(hb.get(k), str) and hb[k].startswith("http://") and len(hb[k]) < 200
-                  for k in ("master", "rpc"))
-          and all(isinstance(hb.get(k), int) and not isinstance(hb.get(k), bool) for k in ("epoch", "version", "seq")))
-    return hb if ok else None
+class MasterSync(Discovery):
+    """Discovery (:class:`.mm_discovery.Discovery`) plus synchronisation: one per host."""
 
-
-class Peer:
-    def __init__(self, hb: dict[str, Any], address: str, via: str, now: float):
-        self.host, self.epoch, self.master, self.rpc = hb["host"], hb["epoch"], hb["master"], hb["rpc"]
-        self.address, self.via, self.last_seen = address, via, now
-        self.version = hb["version"]
-        self.fetched_version: int | None = None
-        self.fetched_at = 0.0
-        self.state: dict[str, Any] | None = None
-        self.heard_by: set[str] = {via}
-
-    def summary(self, now: float) -> dict[str, Any]:
-        return {"address": self.address, "via": sorted(self.heard_by), "age_s": round(now - self.last_seen, 3),
-                "epoch": self.epoch, "master": self.master, "synced": self.state is not None}
-
-
-class MasterSync:
     def __init__(self, cfg: dict[str, Any], name: str, master_uri: str, publish_stats=None):
         self.cfg, self.name, self.master_uri = cfg, name, master_uri
         self.host, self.address = cfg["host"], cfg["address"]
@@ -137,104 +99,6 @@ class MasterSync:
         if cfg["discovery"] in ("multicast", "auto"):
             self._open_multicast()
         self._adopt_previous()
-
-    # --- discovery ---------------------------------------------------------------------
-    def _open_multicast(self) -> None:
-        group, port = self.cfg["mcast_group"], self.cfg["mcast_port"]
-        try:
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind((group, port))
-            iface = socket.inet_aton(self.address)
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(group) + iface)
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, iface)
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
-            s.sendto(self._heartbeat(), (group, port))  # fails here when the interface has no multicast
-            self.mcast, self.mcast_ok = s, True
-        except OSError as err:
-            self.mcast_error = f"{type(err).__name__}: {err}"
-            if self.cfg["discovery"] == "multicast":
-                raise SystemExit(f"mm_sync: multicast discovery impossible on {self.address}: {err}")
-
-    def _heartbeat(self) -> bytes:
-        return json.dumps({"magic": MAGIC, "domain": self.cfg["domain"], "host": self.host, "epoch": self.epoch,
-                           "seq": self.counters["heartbeats_sent"],
-                           "master": self.master_uri, "rpc": self.rpc_uri, "version": self.version}).encode()
-
-    def _send_heartbeats(self) -> None:
-        hb = self._heartbeat()
-        if self.mcast is not None:
-            try:
-                self.mcast.sendto(hb, (self.cfg["mcast_group"], self.cfg["mcast_port"]))
-            except OSError:
-                self.counters["send_errors"] += 1
-        mode = self.cfg["discovery"]
-        if mode == "multicast":
-            pass
-        else:
-            waited = time.monotonic() - self.started >= self.cfg["static_after"]
-            for p in self.cfg["peers"]:
-                if p["host"] == self.host:
-                    continue
-                heard = self.peers.get(p["host"])
-                if mode == "static" or not self.mcast_ok or (waited and (heard is None or "multicast" not in heard.heard_by)):
-                    try:
-                        self.ucast.sendto(hb, (p["address"], int(p["port"])))
-                    except OSError:
-                        self.counters["send_errors"] += 1
-        self.counters["heartbeats_sent"] += 1
-
-    def _receive(self, sock: socket.socket, via: str) -> None:
-        try:
-            data, (addr, _port) = sock.recvfrom(MAX_HEARTBEAT + 1)
-        except OSError:
-            return
-        allowed = self.cfg["allowed_peers"]
-        if allowed and addr not in allowed:
-            self.counters["foreign"] += 1
-            return
-        hb = parse_heartbeat(data)
-        if hb is None:
-            self.counters["malformed"] += 1
-            return
-        if hb.get("domain", "") != self.cfg["domain"]:  # another run's (or system's) syncs
-            self.counters["foreign"] += 1
-            return
-        if any(urllib.parse.urlsplit(hb[k]).hostname != addr for k in ("rpc", "master")):
-            self.counters["malformed"] += 1   # a heartbeat may only point at its own sender
-            return
-        if hb["epoch"] == self.epoch or hb["host"] == self.host:
-            self.counters["own"] += 1
-            return
-        self.counters["heartbeats_received"] += 1
-        now = time.monotonic()
-        with self.lock:
-            peer = self.peers.get(hb["host"])
-            if peer is not None and peer.epoch != hb["epoch"]:  # restarted: a new peer
-                self.counters["peer_restarted"] += 1
-                peer = None
-            if peer is None:
-                if hb["host"] in self.ever_seen:
-                    self.counters["peer_back"] += 1
-                self.ever_seen.add(hb["host"])
-                peer = Peer(hb, addr, via, now)
-                self.peers[hb["host"]] = peer
-            peer.last_seen, peer.version, peer.master, peer.rpc = now, hb["version"], hb["master"], hb["rpc"]
-            peer.heard_by.add(via)
-
-    def discovery_loop(self) -> None:
-        period = 1.0 / self.cfg["heartbeat_hz"]
-        next_send = 0.0
-        socks = [self.ucast] + ([self.mcast] if self.mcast is not None else [])
-        while not self.stop_event.is_set():
-            now = time.monotonic()
-            if now >= next_send:
-                self._send_heartbeats()
-                next_send = now + period
-            ready, _, _ = select.select(socks, [], [], max(0.0, min(0.1, next_send - time.monotonic())))
-            for s in ready:
-                self._receive(s, "multicast" if s is self.mcast else "unicast")
 
     # --- state ---------------------------------------------------------------------------
     def selected(self, topic: str) -> bool:
@@ -457,15 +321,18 @@ def read_config(get_param) -> dict[str, Any]:
 
 
 def stats_message(report: dict[str, Any]):
-    """A report of :meth:`MasterSync.stats` as the typed netloop/MasterSyncStats message."""
+    """A report of :meth:`MasterSync.stats` as the typed netloop/MasterSyncStats message (its
+    ``stamp_ns`` in ``header.stamp``)."""
     from netloop.msg import MasterSyncPeer, MasterSyncStats  # noqa: PLC0415 - generated by catkin
 
-    fields = {k: v for k, v in report.items() if k not in ("peers", "local") and v is not None}
+    fields = {k: v for k, v in report.items() if k not in ("peers", "local", "stamp_ns") and v is not None}
     peers = [MasterSyncPeer(host=h, address=p["address"] or "", via=list(p["via"]), age_s=p["age_s"],
                             epoch=p["epoch"] or 0, master=p["master"] or "", synced=p["synced"])
              for h, p in sorted(report["peers"].items())]
-    return MasterSyncStats(peers=peers, local_publishers=report["local"].get("publishers", 0),
-                           local_subscribers=report["local"].get("subscribers", 0), **fields)
+    message = MasterSyncStats(peers=peers, local_publishers=report["local"].get("publishers", 0),
+                              local_subscribers=report["local"].get("subscribers", 0), **fields)
+    message.header.stamp.secs, message.header.stamp.nsecs = divmod(report["stamp_ns"], 10**9)  # frame_id empty
+    return message
 
 
 def main() -> int:

@@ -23,28 +23,36 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable
 
-from ..schema import Enum, Int, List, Map, Num, Str
+from ..schema import Enum, Int, List, Num, Str, key, section
 from .base import CrossingTopic, TransportContext
+from .options import mapping_schema, typed
 from .relay_common import (SMALL_MESSAGE_BYTES, RelayTransport, TransportError, find_ros_package, host_ports,
                            python_module_argv, ros_executable)
 
-OPTIONS = Map({
-    "implementation": Enum(["auto", "own", "fkie"], "auto",
-                           "multimaster_fkie when installed (auto), or netloop's own discovery + sync"),
-    "discovery": Enum(["auto", "multicast", "static"], "auto",
-                      "multicast heartbeats; static = unicast to the other hosts; auto = multicast, with unicast "
-                      "to the hosts multicast has not found"),
-    "mcast_group": Str("239.255.77.1", "multicast group of the heartbeats"),
-    "mcast_port": Int(11511, "UDP port of the multicast heartbeats", ge=1024, le=65535),
-    "port": Int(11611, "unicast heartbeat port of each host", ge=1024, le=65000),
-    "heartbeat_hz": Num(5.0, "heartbeats per second", gt=0, le=100),
-    "peer_timeout": Num(2.0, "a host not heard for this long [s] is unsynchronised", gt=0, le=600),
-    "static_after": Num(1.0, "auto: unicast to hosts multicast has not found after this long [s]", ge=0, le=600),
-    "sync_interval": Num(0.2, "seconds between two synchronisations", gt=0, le=60),
-    "ros_transport": Enum(["tcp_nodelay", "tcp", "udp", "mixed"], "tcp_nodelay",
-                          "what subscribers ask the remote publishers for"),
-    "sync_topics": List(Str(), [], "topics to synchronise (default: the experiment's crossing topics)"),
-})
+@section("multimaster: discovery and synchronisation")
+class MultimasterOptions:
+    """``transport_options.multimaster`` (docs/transports.md#options)."""
+
+    implementation: str = key(Enum(["auto", "own", "fkie"], "auto",
+                                   "multimaster_fkie when installed (auto), or netloop's own discovery + sync"))
+    discovery: str = key(Enum(["auto", "multicast", "static"], "auto",
+                              "multicast heartbeats; static = unicast to the other hosts; auto = multicast, with "
+                              "unicast to the hosts multicast has not found"))
+    mcast_group: str = key(Str("239.255.77.1", "multicast group of the heartbeats"))
+    mcast_port: int = key(Int(11511, "UDP port of the multicast heartbeats", ge=1024, le=65535))
+    port: int = key(Int(11611, "unicast heartbeat port of each host", ge=1024, le=65000))
+    heartbeat_hz: float = key(Num(5.0, "heartbeats per second", gt=0, le=100))
+    peer_timeout: float = key(Num(2.0, "a host not heard for this long [s] is unsynchronised", gt=0, le=600))
+    static_after: float = key(Num(1.0, "auto: unicast to hosts multicast has not found after this long [s]",
+                                  ge=0, le=600))
+    sync_interval: float = key(Num(0.2, "seconds between two synchronisations", gt=0, le=60))
+    ros_transport: str = key(Enum(["tcp_nodelay", "tcp", "udp", "mixed"], "tcp_nodelay",
+                                  "what subscribers ask the remote publishers for"))
+    sync_topics: list[str] = key(List(Str(), [], "topics to synchronise (default: the experiment's crossing topics)"))
+
+
+#: the options as an experiment file holds them
+OPTIONS = mapping_schema(MultimasterOptions)
 
 
 def fkie_installed() -> bool:
@@ -60,22 +68,23 @@ FKIE_HEARTBEAT_HZ = (0.3, 25.5)
 FKIE_OWN_NODES = ["/master_discovery_*", "/master_sync_*"]
 
 
-def fkie_discovery_params(options: dict[str, Any], others: list[str], rpc_port: int) -> dict[str, Any]:
+def fkie_discovery_params(options: MultimasterOptions | dict[str, Any], others: list[str], rpc_port: int) -> dict[str, Any]:
     """master_discovery's private parameters (names and types as
     fkie_master_discovery/src/fkie_master_discovery/{__init__,master_discovery}.py read them,
     fkie/multimaster_fkie@143f8e4). A peer is offline when no heartbeat came for
     measurement_intervals x timeout_factor seconds (divided by the rate below 1 Hz), checked every
     second: with measurement_intervals 1, timeout_factor carries netloop's ``peer_timeout``."""
-    hz = float(options["heartbeat_hz"])
+    o = typed(MultimasterOptions, options)
+    hz = float(o.heartbeat_hz)
     low, high = FKIE_HEARTBEAT_HZ
     if not low <= hz <= high:
         raise TransportError(f"transport_options.multimaster.heartbeat_hz: {hz:g} is outside what fkie_master_discovery "
                              f"uses ({low:g} .. {high:g} Hz: it clamps above, and detects no lost peer below)")
-    static = options["discovery"] == "static"
-    return {"mcast_group": options["mcast_group"], "mcast_port": int(options["mcast_port"]), "heartbeat_hz": hz,
+    static = o.discovery == "static"
+    return {"mcast_group": o.mcast_group, "mcast_port": int(o.mcast_port), "heartbeat_hz": hz,
             "robot_hosts": list(others), "send_mcast": not static, "listen_mcast": not static,
             "rpc_port": int(rpc_port), "rosmaster_hz": 5.0, "remove_after": 300.0,
-            "measurement_intervals": 1.0, "timeout_factor": float(options["peer_timeout"]) * min(hz, 1.0)}
+            "measurement_intervals": 1.0, "timeout_factor": float(o.peer_timeout) * min(hz, 1.0)}
 
 
 def fkie_sync_params(sync_topics: list[str]) -> dict[str, Any]:
@@ -88,11 +97,12 @@ def fkie_sync_params(sync_topics: list[str]) -> dict[str, Any]:
 
 
 def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int],
-         options: dict[str, Any], implementation: str, records: Path,
+         options: MultimasterOptions | dict[str, Any], implementation: str, records: Path,
          fkie_binary: Callable[[str, str], Path | None] = ros_executable) -> list[dict[str, Any]]:
     """The processes to start on each host: [{name, host, argv, params, own}]. Pure, for tests."""
+    o = typed(MultimasterOptions, options)
     hosts = list(address)
-    sync_topics = sorted(options["sync_topics"] or {t.topic for t in topics})
+    sync_topics = sorted(o.sync_topics or {t.topic for t in topics})
     peers = [{"host": h, "address": address[h], "port": ports[h]} for h in hosts]
     domain = f"{records.parent.name}-{zlib.crc32(str(records).encode()):08x}"  # this run's syncs only
     out = []
@@ -102,7 +112,7 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
             sync = fkie_binary("fkie_master_sync", "master_sync")
             if disc is None or sync is None:
                 raise TransportError("multimaster_fkie is installed without its master_discovery/master_sync nodes")
-            discovery = fkie_discovery_params(options, [address[o] for o in hosts if o != h], ports[h])
+            discovery = fkie_discovery_params(o, [address[o] for o in hosts if o != h], ports[h])
             out.append({"name": f"master_discovery_{h}", "host": h,
                         "argv": [str(disc), f"__name:=master_discovery_{h}"], "params": discovery, "own": False})
             out.append({"name": f"master_sync_{h}", "host": h, "argv": [str(sync), f"__name:=master_sync_{h}"],
@@ -111,12 +121,11 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
             name = f"mm_sync_{h}"
             out.append({"name": name, "host": h, "argv": python_module_argv("netloop.transports.mm_sync", name),
                         "params": {"host": h, "address": address[h], "domain": domain,
-                                   "discovery": options["discovery"],
-                                   "mcast_group": options["mcast_group"], "mcast_port": options["mcast_port"],
+                                   "discovery": o.discovery, "mcast_group": o.mcast_group, "mcast_port": o.mcast_port,
                                    "port": ports[h], "peers": peers,
                                    "allowed_peers": sorted(set(address.values())),
-                                   "heartbeat_hz": options["heartbeat_hz"], "peer_timeout": options["peer_timeout"],
-                                   "static_after": options["static_after"], "sync_interval": options["sync_interval"],
+                                   "heartbeat_hz": o.heartbeat_hz, "peer_timeout": o.peer_timeout,
+                                   "static_after": o.static_after, "sync_interval": o.sync_interval,
                                    "sync_topics": sync_topics, "stats_path": str(records / f"relay_{name}_stats.jsonl")},
                         "own": True})
     return out
@@ -132,21 +141,21 @@ class MultimasterTransport(RelayTransport):
         return "fkie" if fkie_installed() else "own"
 
     def subscriber_transport(self, topic, message_bytes=None):
-        choice = (self.options or {}).get("ros_transport", "tcp_nodelay")
+        choice = typed(MultimasterOptions, self.options).ros_transport
         if choice == "mixed":
             return "udp" if message_bytes is None or message_bytes <= SMALL_MESSAGE_BYTES else "tcp_nodelay"
         return choice
 
     def start(self, ctx: TransportContext) -> None:
-        options = self._begin(ctx)
-        impl = options["implementation"]
+        options = typed(MultimasterOptions, self._begin(ctx))
+        impl = options.implementation
         if impl == "auto":
             impl = self.detect_implementation()
         elif impl == "fkie" and not fkie_installed():
             raise TransportError("transport_options.multimaster.implementation is 'fkie' but fkie_master_discovery/"
                                  "fkie_master_sync are not installed")
         self.implementation = impl
-        ports = host_ports(ctx, options["port"])
+        ports = host_ports(ctx, options.port)
         for spec in plan(ctx.topics, ctx.address, ports, options, impl, Path(ctx.run_dir) / "records"):
             self._launch(spec)
         self._write_record()

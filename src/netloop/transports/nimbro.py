@@ -41,7 +41,8 @@ started with generated parameters, in whichever of its two variants is installed
 Either variant's receivers advertise a topic only once something about it arrives, so a
 placeholder publisher (``flow_sink`` in relay mode, which never publishes) advertises each
 relayed topic at start, so that the loop's plant sees its ``u`` publisher and starts.
-Otherwise (always on Debian 12) netloop's own ``nimbro_relay`` (src/relays/nimbro_relay.cpp)
+Otherwise (always on Debian 12) netloop's own nodes, one per role as master's (``nimbro_udp_sender``,
+``nimbro_udp_receiver``, ``nimbro_tcp_sender``, ``nimbro_tcp_receiver``: src/relays/nimbro_*.cpp)
 with the same semantics, which also advertises at start from the type given in its
 configuration and reports statistics (/netloop_relay/stats, records/relay_<node>_stats.jsonl).
 """
@@ -52,33 +53,51 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import paths
-from ..schema import Bool, Enum, Int, Map, Num
+from ..schema import Bool, Enum, Int, Map, Num, key, section, validate
 from .base import CrossingTopic, TransportContext
+from .options import mapping_schema, typed
 from .relay_common import (SMALL_MESSAGE_BYTES, RelayTransport, TransportError, find_ros_package, host_ports,
                            message_type, ros_executable)
 
 NIMBRO_PACKAGE = "nimbro_topic_transport"
 
-TOPIC_OPTIONS = Map({
-    "rate": Num(0.0, "at most this many messages per second (0 = no limit); more are dropped", ge=0),
-    "compress": Bool(False, "compress each message (zlib here, bz2 in nimbro_topic_transport)"),
-    "protocol": Enum(["auto", "udp", "tcp"], "auto", "force UDP or TCP for this topic"),
-}, default={})
+@section("per topic: {rate, compress, protocol}", default={})
+class NimbroTopic:
+    """``transport_options.nimbro.topics.<topic>``."""
 
-OPTIONS = Map({
-    "implementation": Enum(["auto", "own", "nimbro"], "auto",
-                           "nimbro_topic_transport when installed (auto), or netloop's own relay"),
-    "port": Int(17100, "UDP receiver port on each host; the TCP receiver listens on port + 1", ge=1024, le=65000),
-    "mtu": Int(1500, "IP packet size the datagrams are cut to", ge=576, le=65535),
-    "threshold_bytes": Int(SMALL_MESSAGE_BYTES, "nimbro_mixed: larger messages go over TCP", ge=0),
-    "reassembly_timeout": Num(0.5, "an incomplete UDP message is dropped after this many seconds", gt=0, le=60),
-    "max_message_bytes": Int(16 << 20, "larger messages are refused by the receivers", ge=1024, le=1 << 30),
-    "message_ack": Bool(True, "TCP: the receiver acknowledges each message with one byte and the sender waits "
-                              "for it before writing the next (as nimbro_topic_transport always does)"),
-    "tcp_nodelay": Bool(False, "TCP: disable Nagle's algorithm on the relay's connection (nimbro_topic_transport "
-                               "never does)"),
-    "topics": Map({}, {}, "per topic: {rate, compress, protocol}", extra=TOPIC_OPTIONS),
-})
+    rate: float = key(Num(0.0, "at most this many messages per second (0 = no limit); more are dropped", ge=0))
+    compress: bool = key(Bool(False, "compress each message (zlib here, bz2 in nimbro_topic_transport)"))
+    protocol: str = key(Enum(["auto", "udp", "tcp"], "auto", "force UDP or TCP for this topic"))
+
+
+@section("nimbro, nimbro_mixed: the relays' implementation, ports, sizes, TCP behaviour, per-topic settings")
+class NimbroOptions:
+    """``transport_options.nimbro`` / ``.nimbro_mixed`` (docs/transports.md#options)."""
+
+    implementation: str = key(Enum(["auto", "own", "nimbro"], "auto",
+                                   "nimbro_topic_transport when installed (auto), or netloop's own relay"))
+    port: int = key(Int(17100, "UDP receiver port on each host; the TCP receiver listens on port + 1",
+                        ge=1024, le=65000))
+    mtu: int = key(Int(1500, "IP packet size the datagrams are cut to", ge=576, le=65535))
+    threshold_bytes: int = key(Int(SMALL_MESSAGE_BYTES, "nimbro_mixed: larger messages go over TCP", ge=0))
+    reassembly_timeout: float = key(Num(0.5, "an incomplete UDP message is dropped after this many seconds",
+                                        gt=0, le=60))
+    max_message_bytes: int = key(Int(16 << 20, "larger messages are refused by the receivers", ge=1024, le=1 << 30))
+    message_ack: bool = key(Bool(True, "TCP: the receiver acknowledges each message with one byte and the sender "
+                                       "waits for it before writing the next (as nimbro_topic_transport always "
+                                       "does)"))
+    tcp_nodelay: bool = key(Bool(False, "TCP: disable Nagle's algorithm on the relay's connection "
+                                        "(nimbro_topic_transport never does)"))
+    topics: dict[str, NimbroTopic] = key(Map({}, {}, "per topic: {rate, compress, protocol}",
+                                             extra=NimbroTopic.schema))
+
+    def topic(self, name: str) -> NimbroTopic:
+        """The settings of one topic (every default when it has none)."""
+        return self.topics.get(name) or validate(NimbroTopic.schema, {})
+
+
+#: the options as an experiment file holds them
+OPTIONS = mapping_schema(NimbroOptions)
 
 
 #: nimbro_topic_transport's variants: the node executables each installs
@@ -106,11 +125,13 @@ def nimbro_installed() -> bool:
     return nimbro_variant() is not None
 
 
-def topic_protocol(topic: CrossingTopic, options: dict[str, Any], mixed: bool) -> str:
-    forced = options["topics"].get(topic.topic, {}).get("protocol", "auto")
+def topic_protocol(topic: CrossingTopic, options: NimbroOptions | dict[str, Any], mixed: bool) -> str:
+    """``udp`` or ``tcp``: the topic's own choice, else by its message size (``nimbro_mixed``)."""
+    o = typed(NimbroOptions, options)
+    forced = o.topic(topic.topic).protocol
     if forced != "auto":
         return forced
-    return "tcp" if mixed and topic.message_bytes > options["threshold_bytes"] else "udp"
+    return "tcp" if mixed and topic.message_bytes > o.threshold_bytes else "udp"
 
 
 def _safe(name: str) -> str:
@@ -123,7 +144,7 @@ def _safe(name: str) -> str:
 NIMBRO_UDP_NAME_CHARS = 63
 
 
-def check_nimbro_limits(topics: list[CrossingTopic], options: dict[str, Any], mixed: bool,
+def check_nimbro_limits(topics: list[CrossingTopic], options: NimbroOptions | dict[str, Any], mixed: bool,
                         type_of: Callable[[str], dict | None], variant: str = "master") -> None:
     """Refuse what nimbro_topic_transport cannot carry, naming the key: a topic name or type
     longer than its UDP header holds (both variants: char[64]), a ``rate`` on a TCP topic
@@ -131,8 +152,9 @@ def check_nimbro_limits(topics: list[CrossingTopic], options: dict[str, Any], mi
     behaviour than stop-and-wait with Nagle (both), and a message type unknown here (the
     receivers look the type up on the receiving host — master with ``rosmsg``, develop with its
     get_msg_def.py — and cannot publish what they do not find)."""
+    o = typed(NimbroOptions, options)
     for t in topics:
-        proto = topic_protocol(t, options, mixed)
+        proto = topic_protocol(t, o, mixed)
         key = f"transport_options.nimbro.topics.{t.topic}"
         if proto == "udp":
             for what, text in (("topic name", t.topic), ("message type", t.datatype)):
@@ -140,12 +162,12 @@ def check_nimbro_limits(topics: list[CrossingTopic], options: dict[str, Any], mi
                     raise TransportError(f"{key}: {what} '{text}' has {len(text)} characters; nimbro_topic_transport's "
                                          f"UDP header holds at most {NIMBRO_UDP_NAME_CHARS} (use protocol: tcp or "
                                          "implementation: own)")
-        if proto == "tcp" and variant == "master" and options["topics"].get(t.topic, {}).get("rate"):
+        if proto == "tcp" and variant == "master" and o.topic(t.topic).rate:
             raise TransportError(f"{key}.rate: nimbro_topic_transport's tcp_sender has no rate limit (it reads only "
                                  "name, compress, type, enable); use protocol: udp, no rate, or implementation: own")
         if proto == "tcp":
             for key_name, upstream in (("message_ack", True), ("tcp_nodelay", False)):
-                if options[key_name] != upstream:
+                if getattr(o, key_name) != upstream:
                     raise TransportError(f"transport_options.nimbro.{key_name}: nimbro_topic_transport's TCP path "
                                          f"always runs with {key_name}: {str(upstream).lower()}; use "
                                          "implementation: own for another value")
@@ -154,8 +176,8 @@ def check_nimbro_limits(topics: list[CrossingTopic], options: dict[str, Any], mi
                                  "receivers need it installed on the receiving host (they run rosmsg md5/show)")
 
 
-def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int], options: dict[str, Any],
-         mixed: bool, implementation: str, records: Path,
+def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int],
+         options: NimbroOptions | dict[str, Any], mixed: bool, implementation: str, records: Path,
          node_binary: Callable[[str], Path] = paths.node_binary,
          nimbro_binary: Callable[[str], Path | None] = lambda n: ros_executable(NIMBRO_PACKAGE, n),
          type_of: Callable[[str], dict | None] = message_type, variant: str = "master") -> list[dict[str, Any]]:
@@ -163,6 +185,7 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
     senders (then, for nimbro_topic_transport, the placeholder publishers). Pure: it starts
     nothing, so the configuration generated for the real nimbro is tested here too.
     ``variant`` (implementation ``nimbro`` only): nimbro_topic_transport's ``master`` or ``develop``."""
+    options = typed(NimbroOptions, options)
     if implementation == "nimbro":
         if variant not in VARIANTS:
             raise TransportError(f"unknown nimbro_topic_transport variant {variant!r}; known: {', '.join(VARIANTS)}")
@@ -178,11 +201,11 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
         return ports[host] + (1 if proto == "tcp" else 0)
 
     def topic_entry(t: CrossingTopic, full_type: bool, with_type: bool = True) -> dict[str, Any]:
-        opts = options["topics"].get(t.topic, {})
+        opts = options.topic(t.topic)
         entry: dict[str, Any] = {"name": t.topic}
-        if opts.get("rate"):
-            entry["rate"] = float(opts["rate"])
-        if opts.get("compress"):
+        if opts.rate:
+            entry["rate"] = float(opts.rate)
+        if opts.compress:
             entry["compress"] = True
         if not with_type:   # develop's sender learns the type from the master and the messages
             return entry
@@ -197,7 +220,7 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
 
     def binary(role: str) -> str:
         if implementation == "own":
-            return str(node_binary("nimbro_relay"))
+            return str(node_binary(f"nimbro_{role}"))   # netloop's node of the same role
         exe = nimbro_binary(role)
         if exe is None:
             raise TransportError(f"{NIMBRO_PACKAGE} has no executable '{role}'")
@@ -215,11 +238,11 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
             params.update(role=f"{proto}_receiver", address=address[host],
                           allowed_peers=sorted({address[t.source_host] for t in ts}),
                           topics=[topic_entry(t, True) for t in ts],
-                          reassembly_timeout=options["reassembly_timeout"],
-                          max_message_bytes=options["max_message_bytes"],
+                          reassembly_timeout=options.reassembly_timeout,
+                          max_message_bytes=options.max_message_bytes,
                           stats_path=str(records / f"relay_{name}_stats.jsonl"))
             if proto == "tcp":
-                params["message_ack"] = options["message_ack"]
+                params["message_ack"] = options.message_ack
         out.append({"name": name, "host": host, "argv": [binary(f"{proto}_receiver"), f"__name:={name}"],
                     "params": params, "own": implementation == "own"})
     for (src, dst, proto), ts in (sorted(senders.items()) if not develop else ()):
@@ -227,10 +250,10 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
         params = {"destination_addr": address[dst], "destination_port": port_of(dst, proto),
                   "topics": [topic_entry(t, implementation == "own") for t in ts]}
         if implementation == "own":
-            params.update(role=f"{proto}_sender", address=address[src], mtu=options["mtu"],
+            params.update(role=f"{proto}_sender", address=address[src], mtu=options.mtu,
                           stats_path=str(records / f"relay_{name}_stats.jsonl"))
             if proto == "tcp":
-                params.update(message_ack=options["message_ack"], tcp_nodelay=options["tcp_nodelay"])
+                params.update(message_ack=options.message_ack, tcp_nodelay=options.tcp_nodelay)
         out.append({"name": name, "host": src, "argv": [binary(f"{proto}_sender"), f"__name:={name}"],
                     "params": params, "own": implementation == "own"})
     if implementation == "nimbro":
@@ -248,7 +271,7 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
 
 
 def _develop_relays(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int],
-                    options: dict[str, Any], mixed: bool, binary: Callable[[str], str],
+                    options: NimbroOptions, mixed: bool, binary: Callable[[str], str],
                     entry: Callable[[CrossingTopic], dict[str, Any]]) -> list[dict[str, Any]]:
     """nimbro_topic_transport's develop variant: one ``receiver`` per receiving host (UDP and TCP
     on ``port``: src/receiver/udp_receiver.cpp and tcp_receiver.cpp read ~port), then one
@@ -277,18 +300,19 @@ class NimbroTransport(RelayTransport):
         self.name, self.mixed, self.description = name, mixed, description
         super().__init__()
 
-    def check_messages(self, largest_bytes: int, options: dict[str, Any]) -> str | None:
-        if largest_bytes > options["max_message_bytes"]:
+    def check_messages(self, largest_bytes: int, options: NimbroOptions | dict[str, Any]) -> str | None:
+        limit = typed(NimbroOptions, options).max_message_bytes
+        if largest_bytes > limit:
             return (f"max_message_bytes: a {largest_bytes}-byte message is larger than max_message_bytes "
-                    f"{options['max_message_bytes']}: the receiving relay would refuse every such message")
+                    f"{limit}: the receiving relay would refuse every such message")
         return None
 
     def detect_implementation(self) -> str:
         return "nimbro" if nimbro_installed() else "own"
 
     def start(self, ctx: TransportContext) -> None:
-        options = self._begin(ctx)
-        impl = options["implementation"]
+        options = typed(NimbroOptions, self._begin(ctx))
+        impl = options.implementation
         self.variant = nimbro_variant()
         if impl == "auto":
             impl = "nimbro" if self.variant else "own"
@@ -304,14 +328,14 @@ class NimbroTransport(RelayTransport):
         if impl == "nimbro":   # say which of upstream's variants runs (also in transport.json: nimbro_variant)
             print(f"{self.name}: nimbro_topic_transport's {self.variant} variant ({', '.join(VARIANTS[self.variant])}) "
                   f"at {find_ros_package(NIMBRO_PACKAGE)}", file=sys.stderr, flush=True)
-        ports = host_ports(ctx, options["port"], per_host=2)
+        ports = host_ports(ctx, options.port, per_host=2)
         for spec in plan(ctx.topics, ctx.address, ports, options, self.mixed, impl, Path(ctx.run_dir) / "records",
                          variant=self.variant or "master"):
             self._launch(spec)
         self._write_record()
 
     def metadata(self):
-        threshold = self.options.get("threshold_bytes", SMALL_MESSAGE_BYTES)
+        threshold = typed(NimbroOptions, self.options).threshold_bytes
         variant = getattr(self, "variant", None) if self.ctx is not None else nimbro_variant()
         return super().metadata() | {
             "mixed": self.mixed, "threshold_bytes": threshold if self.mixed else None,

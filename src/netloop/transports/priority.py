@@ -60,39 +60,54 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import paths
-from ..schema import Bool, Enum, Int, List, Map, Num, Str
+from ..schema import Bool, Enum, Int, List, Map, Num, Str, key, section
 from .base import CrossingTopic, TransportContext
+from .options import mapping_schema, typed
 from .relay_common import RelayTransport, default_priorities, host_ports, message_type
 
-OPTIONS = Map({
-    "priorities": Map({}, {}, "topic -> priority 0..255 (higher = more urgent)", extra=Int(doc="priority", ge=0, le=255)),
-    "backpressure": Bool(True, "non-urgent datagrams wait in the relay while the bytes unsent below its "
-                               "socket (SIOCOUTQ: the host's qdisc) are >= backpressure_bytes; no default pacing"),
-    "backpressure_bytes": Int(1500, "backpressure threshold [bytes unsent below the socket, counted as the "
-                                    "kernel's buffers: one queued 1472-byte datagram is ~2.3 KB]", ge=1, le=1 << 24),
-    "backpressure_poll_ms": Num(0.3, "a held datagram looks again after this long [ms]", gt=0, le=10),
-    "dscp": Bool(True, "datagrams of topics with priority >= dscp_min_priority carry DSCP EF (IP TOS 0xb8)"),
-    "dscp_min_priority": Int(250, "urgent topics: marked EF and never held back (with no topic this urgent, "
-                                  "the highest priority present)", ge=0, le=255),
-    "rate_mbit": Num(None, "pacing rate [Mbit/s of IP packets]; without backpressure default rate_fraction "
-                           "x link capacity, with backpressure a cap (default none)", gt=0),
-    "rate_fraction": Num(0.85, "without backpressure: default pacing rate as a fraction of the link's nominal "
-                               "capacity", gt=0, le=1),
-    "rate_fraction_2hop": Num(0.35, "the same on a two-hop chain (every datagram crosses the channel twice, "
-                                    "and the ends are hidden from each other)", gt=0, le=1),
-    "forward": Enum(["relay", "ip"], "relay", "two-hop chains: forwarding by the relay host's relay, or IP routing"),
-    "max_queue_bytes": Int(256 * 1024, "bytes the send queue holds; beyond, least urgent messages are dropped",
-                           ge=16 * 1024, le=1 << 30),
-    "mtu": Int(1500, "IP packet size the datagrams are cut to", ge=576, le=65535),
-    "overhead_bytes": Int(28, "bytes counted per datagram on top of its UDP payload when pacing (IP + UDP)",
-                          ge=0, le=200),
-    "credit_ms": Num(1.0, "pacing: time lost to a late wake-up that may be made up for [ms]", ge=0, le=100),
-    "reassembly_timeout": Num(0.5, "an incomplete message is dropped after this many seconds", gt=0, le=60),
-    "rt_priority": Int(0, "SCHED_FIFO priority of the relays' send/receive threads (0 = normal; needs root)",
-                       ge=0, le=99),
-    "port": Int(17300, "UDP port of each host's relay", ge=1024, le=65000),
-    "compress": List(Str(), [], "topics whose messages are zlib-compressed"),
-})
+
+@section("priority: the Pound relay's priorities, backpressure, marking and pacing")
+class PriorityOptions:
+    """``transport_options.priority`` (docs/transports.md#options)."""
+
+    priorities: dict[str, int] = key(Map({}, {}, "topic -> priority 0..255 (higher = more urgent)",
+                                         extra=Int(doc="priority", ge=0, le=255)))
+    backpressure: bool = key(Bool(True, "non-urgent datagrams wait in the relay while the bytes unsent below its "
+                                        "socket (SIOCOUTQ: the host's qdisc) are >= backpressure_bytes; no default "
+                                        "pacing"))
+    backpressure_bytes: int = key(Int(1500, "backpressure threshold [bytes unsent below the socket, counted as the "
+                                            "kernel's buffers: one queued 1472-byte datagram is ~2.3 KB]",
+                                      ge=1, le=1 << 24))
+    backpressure_poll_ms: float = key(Num(0.3, "a held datagram looks again after this long [ms]", gt=0, le=10))
+    dscp: bool = key(Bool(True, "datagrams of topics with priority >= dscp_min_priority carry DSCP EF (IP TOS 0xb8)"))
+    dscp_min_priority: int = key(Int(250, "urgent topics: marked EF and never held back (with no topic this "
+                                          "urgent, the highest priority present)", ge=0, le=255))
+    rate_mbit: float | None = key(Num(None, "pacing rate [Mbit/s of IP packets]; without backpressure default "
+                                            "rate_fraction x link capacity, with backpressure a cap (default none)",
+                                      gt=0))
+    rate_fraction: float = key(Num(0.85, "without backpressure: default pacing rate as a fraction of the link's "
+                                         "nominal capacity", gt=0, le=1))
+    rate_fraction_2hop: float = key(Num(0.35, "the same on a two-hop chain (every datagram crosses the channel "
+                                              "twice, and the ends are hidden from each other)", gt=0, le=1))
+    forward: str = key(Enum(["relay", "ip"], "relay",
+                            "two-hop chains: forwarding by the relay host's relay, or IP routing"))
+    max_queue_bytes: int = key(Int(256 * 1024, "bytes the send queue holds; beyond, least urgent messages are "
+                                               "dropped", ge=16 * 1024, le=1 << 30))
+    mtu: int = key(Int(1500, "IP packet size the datagrams are cut to", ge=576, le=65535))
+    overhead_bytes: int = key(Int(28, "bytes counted per datagram on top of its UDP payload when pacing (IP + UDP)",
+                                  ge=0, le=200))
+    credit_ms: float = key(Num(1.0, "pacing: time lost to a late wake-up that may be made up for [ms]",
+                               ge=0, le=100))
+    reassembly_timeout: float = key(Num(0.5, "an incomplete message is dropped after this many seconds",
+                                        gt=0, le=60))
+    rt_priority: int = key(Int(0, "SCHED_FIFO priority of the relays' send/receive threads (0 = normal; needs "
+                                  "root)", ge=0, le=99))
+    port: int = key(Int(17300, "UDP port of each host's relay", ge=1024, le=65000))
+    compress: list[str] = key(List(Str(), [], "topics whose messages are zlib-compressed"))
+
+
+#: the options as an experiment file holds them
+OPTIONS = mapping_schema(PriorityOptions)
 
 
 #: bytes of the relay's own header in every datagram (src/relays/wire/format.h kPacketHeaderSize)
@@ -109,31 +124,33 @@ def queued_bytes(message_bytes: int, mtu: int) -> int:
     return message_bytes + packets * PACKET_HEADER_BYTES
 
 
-def pacing_rate(options: dict[str, Any], link_mbit: float | None, two_hop: bool) -> float:
+def pacing_rate(options: PriorityOptions | dict[str, Any], link_mbit: float | None, two_hop: bool) -> float:
     """Pacing rate [Mbit/s]; 0 = unpaced (with backpressure the queue below sets the pace)."""
-    if options.get("rate_mbit"):
-        return float(options["rate_mbit"])
-    if not link_mbit or options.get("backpressure", True):
+    o = typed(PriorityOptions, options)
+    if o.rate_mbit:
+        return float(o.rate_mbit)
+    if not link_mbit or o.backpressure:
         return 0.0
-    return link_mbit * options["rate_fraction_2hop" if two_hop else "rate_fraction"]
+    return link_mbit * (o.rate_fraction_2hop if two_hop else o.rate_fraction)
 
 
-def urgent_priority(priorities: dict[str, int], options: dict[str, Any]) -> int:
+def urgent_priority(priorities: dict[str, int], options: PriorityOptions | dict[str, Any]) -> int:
     """The lowest priority that is urgent (never held back, marked EF): ``dscp_min_priority``,
     or the highest priority present when no topic reaches it."""
-    top = max(priorities.values(), default=options["dscp_min_priority"])
-    return min(options["dscp_min_priority"], top)
+    least = typed(PriorityOptions, options).dscp_min_priority
+    return min(least, max(priorities.values(), default=least))
 
 
-def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int], options: dict[str, Any],
-         link_mbit: float | None, records: Path, node_binary: Callable[[str], Path] = paths.node_binary,
+def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, int],
+         options: PriorityOptions | dict[str, Any], link_mbit: float | None, records: Path, node_binary: Callable[[str], Path] = paths.node_binary,
          type_of: Callable[[str], dict | None] = message_type) -> list[dict[str, Any]]:
     """One relay per host (the relay host of a chain only when it forwards): [{name, host,
     argv, params}]. Pure, for tests."""
+    o = typed(PriorityOptions, options)
     hosts = list(address)
     index = {h: i for i, h in enumerate(hosts)}
     chain = "relay" in hosts and len(hosts) == 3
-    forwarding = chain and options["forward"] == "relay"
+    forwarding = chain and o.forward == "relay"
     ends = [h for h in hosts if h != "relay"]
 
     def routes_of(h: str) -> list[dict[str, int]]:  # an end reaches the other end through the relay host
@@ -141,18 +158,18 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
             return []
         return [{"dest": index[b], "via": index["relay"]} for b in ends if b != h]
 
-    priorities = default_priorities(topics) | options["priorities"]
+    priorities = default_priorities(topics) | o.priorities
     entries = []
     for t in topics:
         entry: dict[str, Any] = {"name": t.topic, "priority": int(priorities.get(t.topic, 100)),
                                  "source": index[t.source_host], "dest": index[t.dest_host],
-                                 "compress": t.topic in options["compress"]}
+                                 "compress": t.topic in o.compress}
         info = type_of(t.datatype)
         if info:
             entry.update(type=info["type"], md5=info["md5"], definition=info["definition"])
         entries.append(entry)
-    rate = pacing_rate(options, link_mbit, chain)
-    urgent = urgent_priority({e["name"]: e["priority"] for e in entries}, options)
+    rate = pacing_rate(o, link_mbit, chain)
+    urgent = urgent_priority({e["name"]: e["priority"] for e in entries}, o)
     host_list = [{"name": h, "address": address[h], "port": ports[h]} for h in hosts]
     out = []
     for h in hosts:
@@ -162,14 +179,14 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
         name = f"priority_relay_{h}"
         out.append({"name": name, "host": h, "argv": [str(node_binary("priority_relay")), f"__name:={name}"],
                     "params": {"self": index[h], "hosts": host_list, "routes": routes_of(h), "topics": entries,
-                               "rate_mbit": rate, "overhead_bytes": options["overhead_bytes"],
-                               "backpressure_bytes": options["backpressure_bytes"] if options["backpressure"] else 0,
-                               "backpressure_poll_ms": options["backpressure_poll_ms"],
-                               "urgent_priority": urgent, "dscp": options["dscp"],
-                               "credit_ms": options["credit_ms"], "max_queue_bytes": options["max_queue_bytes"],
-                               "mtu": options["mtu"], "forward": forwarding,
-                               "reassembly_timeout": options["reassembly_timeout"],
-                               "rt_priority": options["rt_priority"],
+                               "rate_mbit": rate, "overhead_bytes": o.overhead_bytes,
+                               "backpressure_bytes": o.backpressure_bytes if o.backpressure else 0,
+                               "backpressure_poll_ms": o.backpressure_poll_ms,
+                               "urgent_priority": urgent, "dscp": o.dscp,
+                               "credit_ms": o.credit_ms, "max_queue_bytes": o.max_queue_bytes,
+                               "mtu": o.mtu, "forward": forwarding,
+                               "reassembly_timeout": o.reassembly_timeout,
+                               "rt_priority": o.rt_priority,
                                "stats_path": str(records / f"relay_{name}_stats.jsonl")},
                     "own": True})
     return out
@@ -214,20 +231,21 @@ class PriorityTransport(RelayTransport):
     options_schema = OPTIONS
 
     def start(self, ctx: TransportContext) -> None:
-        options = self._begin(ctx)
+        options = typed(PriorityOptions, self._begin(ctx))
         self.implementation = "own"
-        ports = host_ports(ctx, options["port"])
+        ports = host_ports(ctx, options.port)
         self.specs = plan(ctx.topics, ctx.address, ports, options, ctx.link_mbit, Path(ctx.run_dir) / "records")
         for spec in self.specs:
             self._launch(spec)
         self._write_record()
 
-    def check_messages(self, largest_bytes: int, options: dict[str, Any]) -> str | None:
-        need = queued_bytes(largest_bytes, options["mtu"])
-        if need > options["max_queue_bytes"]:
+    def check_messages(self, largest_bytes: int, options: PriorityOptions | dict[str, Any]) -> str | None:
+        o = typed(PriorityOptions, options)
+        need = queued_bytes(largest_bytes, o.mtu)
+        if need > o.max_queue_bytes:
             return (f"max_queue_bytes: a {largest_bytes}-byte message takes {need} bytes of the relay's "
-                    f"send queue (datagrams of mtu {options['mtu']} with a {PACKET_HEADER_BYTES}-byte header "
-                    f"each), more than max_queue_bytes {options['max_queue_bytes']}: the relay would refuse "
+                    f"send queue (datagrams of mtu {o.mtu} with a {PACKET_HEADER_BYTES}-byte header "
+                    f"each), more than max_queue_bytes {o.max_queue_bytes}: the relay would refuse "
                     f"every such message; set max_queue_bytes to at least {need}")
         return None
 

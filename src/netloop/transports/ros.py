@@ -11,16 +11,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..schema import Enum, Map, validate
+from ..schema import Enum, key, section
 from .base import Transport, TransportContext
+from .options import mapping_schema, typed
 
 #: the DSCP names the ``dscp`` option accepts (``none``: the nodes leave their sockets alone)
 DSCP_NAMES = ["none", "EF", "CS5", "CS6", "CS7", "AF41"]
 
-OPTIONS = Map({
-    "dscp": Enum(DSCP_NAMES, "none", "DSCP the loop's nodes mark their sockets with (IP_TOS and SO_PRIORITY; "
-                                     "the testbed hosts serve EF, CS6 and CS7 first); none: unmarked"),
-})
+
+@section("tcp, tcp_nodelay, udp, udp/tcp_nodelay: marking of the loop's sockets")
+class RosOptions:
+    """``transport_options.<word>`` of ROS's own transports (docs/transports.md#options)."""
+
+    dscp: str = key(Enum(DSCP_NAMES, "none", "DSCP the loop's nodes mark their sockets with (IP_TOS and "
+                                             "SO_PRIORITY; the testbed hosts serve EF, CS6 and CS7 first); none: "
+                                             "unmarked"))
+
+
+#: the options as an experiment file holds them
+OPTIONS = mapping_schema(RosOptions)
 
 
 class _LoopMarking(Transport):
@@ -31,7 +40,7 @@ class _LoopMarking(Transport):
     control_topics: frozenset[str] = frozenset()
 
     def start(self, ctx: TransportContext) -> None:
-        self.dscp = validate(OPTIONS, ctx.options or {})["dscp"]
+        self.dscp = typed(RosOptions, ctx.options).dscp
         self.control_topics = frozenset(t.topic for t in ctx.topics if t.control)
 
     def endpoint_params(self, topic: str, message_bytes: int | None = None, role: str = "subscriber",

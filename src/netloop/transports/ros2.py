@@ -25,7 +25,6 @@ directory (:mod:`netloop.ros2.config`).
 """
 from __future__ import annotations
 
-import functools
 import json
 import re
 import subprocess
@@ -36,43 +35,18 @@ from typing import Any
 from .. import paths
 from ..jsonio import write_json_atomic
 from ..ros2 import config as ros2config
-from ..ros2.qos import PROFILES, Qos, override_fields, resolve
-from ..schema import Enum, Int, Map, validate
+from ..ros2.qos import Qos, resolve
+from ..schema import validate
 from .base import CrossingTopic, Transport, TransportContext
 from .relay_common import TransportError, _shorten, message_type
+from .ros2_bridge_plan import STATUS_SUFFIX, bridge_plan
+from .options import typed
+from .ros2_options import MIDDLEWARES, Ros2Options, options_model, options_schema
 
-MIDDLEWARES = ("cyclonedds", "fastdds", "zenoh")
-#: ROS_DOMAIN_ID's range (ROS 2: 0..232 on Linux, so that the DDS ports stay below 65536)
-DOMAIN_ID_MAX = 232
 #: what the libraries are called where a middleware is missing from the build
 LIBRARY_OF = {"cyclonedds": "Cyclone DDS (Debian: cyclonedds-dev)",
               "fastdds": "Fast DDS (Debian: libfastrtps-dev libfastcdr-dev)",
               "zenoh": "Zenoh (the zenoh crate through src/zenoh_shim: cargo, scripts/build.sh)"}
-#: the DDS status files' suffix (records/<node>.ros2.json)
-STATUS_SUFFIX = ".ros2.json"
-
-
-@functools.lru_cache(maxsize=None)
-def options_schema(middleware: str) -> Map:
-    fields: dict[str, Any] = {
-        "deployment": Enum(["native", "bridge"], "native", "native: the nodes speak the middleware (a ROS 2 node); "
-                                                           "bridge: ROS 1 nodes, a bridge per host carries the "
-                                                           "crossing topics", what="deployment"),
-        "qos": Enum(list(PROFILES), "default", "ROS 2's QoS profile: default (reliable, volatile, keep last 10), "
-                                               "sensor_data (best effort, volatile, 5), transient_local (reliable, "
-                                               "transient local, 10)", what="QoS profile"),
-        **override_fields("override of the profile's"),
-        "discovery": Enum(["multicast", "peers"], "multicast",
-                          "multicast: SPDP multicast / Zenoh scouting over the link (ROS 2's default); peers: "
-                          "unicast to the hosts' addresses", what="discovery"),
-        "domain_id": Int(0, "ROS_DOMAIN_ID", ge=0, le=DOMAIN_ID_MAX),
-    }
-    if middleware == "zenoh":
-        fields["mode"] = Enum(["peer", "router"], "peer", "peer: the nodes find each other (scouting or peers); "
-                                                          "router: a Zenoh router on the operator, every node "
-                                                          "connects to it (rmw_zenoh's default), data goes peer "
-                                                          "to peer", what="zenoh mode")
-    return Map(fields, {}, f"{middleware}: deployment, QoS, discovery")
 
 
 # --- what this build has ----------------------------------------------------------------------
@@ -162,8 +136,13 @@ class Ros2Transport(Transport):
         self.type_hashes: dict[str, str] = {}
 
     @property
+    def settings(self) -> Ros2Options:
+        """The options, typed (every default before ``start``)."""
+        return typed(options_model(self.middleware), self.options)
+
+    @property
     def deployment(self) -> str:
-        return (self.options or validate(self.options_schema, {}))["deployment"]
+        return self.settings.deployment
 
     def subscriber_transport(self, topic, message_bytes=None):
         return "tcp_nodelay"   # bridge: the node's connection to its local bridge
@@ -188,7 +167,7 @@ class Ros2Transport(Transport):
             entry["topics"].append(topic)
         entry["qos"] = resolved.describe()
         params = {"transport": "tcp_nodelay", "middleware": self.middleware,
-                  "middleware_config": self._config_for(host, node), "domain_id": self.options["domain_id"],
+                  "middleware_config": self._config_for(host, node), "domain_id": self.settings.domain_id,
                   **resolved.node_params(), "status_path": str(status)}
         if self.middleware == "zenoh":
             params["type_hashes"] = dict(self.type_hashes)
@@ -215,13 +194,13 @@ class Ros2Transport(Transport):
             return str(path)
         return self.config_files[host]
 
-    def _net_plan(self, ctx: TransportContext, options: dict[str, Any]) -> ros2config.NetPlan:
+    def _net_plan(self, ctx: TransportContext, options: Ros2Options) -> ros2config.NetPlan:
         addresses = ctx.address
         shared = len(set(addresses.values())) < len(addresses)   # loopback: one namespace for all
         hosts = [ros2config.HostNet(h, a, ctx.interface.get(h) or ("lo" if shared else None), ctx.mtu.get(h, 1500))
                  for h, a in addresses.items()]
-        router = addresses.get("operator", next(iter(addresses.values()))) if options.get("mode") == "router" else None
-        return ros2config.NetPlan(hosts, options["discovery"], shared, options.get("mode", "peer"), router)
+        router = addresses.get("operator", next(iter(addresses.values()))) if options.zenoh_mode == "router" else None
+        return ros2config.NetPlan(hosts, options.discovery, shared, options.zenoh_mode, router)
 
     def _write_host_configs(self) -> None:
         assert self.plan is not None and self.ctx is not None
@@ -231,7 +210,7 @@ class Ros2Transport(Transport):
                 path = ros2config.write(out / f"{h.host}.xml", ros2config.cyclonedds_xml(self.plan, h.host))
             elif self.middleware == "fastdds":
                 path = ros2config.write(out / f"{h.host}.xml",
-                                        ros2config.fastdds_xml(self.plan, h.host, self.options["domain_id"]))
+                                        ros2config.fastdds_xml(self.plan, h.host, self.settings.domain_id))
             else:
                 path = ros2config.write(out / f"{h.host}.json5", ros2config.json5_text(
                     ros2config.zenoh_config(self.plan, h.host) if self.plan.discovery == "multicast"
@@ -259,13 +238,13 @@ class Ros2Transport(Transport):
         self.ctx = ctx
         self.options = validate(self.options_schema, ctx.options or {})
         (Path(ctx.run_dir) / "records").mkdir(parents=True, exist_ok=True)
-        self.plan = self._net_plan(ctx, self.options)
+        self.plan = self._net_plan(ctx, self.settings)
         self.type_hashes = self._type_hashes(ctx.topics)
         self._write_host_configs()
         if self.middleware == "zenoh" and self.plan.zenoh_mode == "router":
             self._start_router()
-        if self.options["deployment"] == "bridge":
-            for spec in bridge_plan(self, ctx.topics):
+        if self.settings.deployment == "bridge":
+            for spec in bridge_plan(self, ctx.topics, message_type):
                 self._launch(spec)
         self._write_record()
 
@@ -337,7 +316,7 @@ class Ros2Transport(Transport):
     def metadata(self) -> dict[str, Any]:
         opts = self.options or validate(self.options_schema, {})
         out = {"name": self.name, "description": self.description, "middleware": self.middleware,
-               "deployment": opts["deployment"], "multi_master": True, "options": opts,
+               "deployment": self.settings.deployment, "multi_master": True, "options": opts,
                "qos": self.qos_for().as_dict()}
         if self.ctx is not None:
             out.update(config_files={k: str(Path(v).relative_to(self.ctx.run_dir)) for k, v in self.config_files.items()},
@@ -351,48 +330,6 @@ class Ros2Transport(Transport):
         return out
 
 
-def bridge_plan(transport: Ros2Transport, topics: list[CrossingTopic]) -> list[dict[str, Any]]:
-    """One ``ros2_bridge`` per host a crossing topic leaves or reaches: [{name, host, argv, params}]
-    with ``out_topics`` (ROS 1 -> middleware) and ``in_topics`` (middleware -> ROS 1), each
-    {topic, datatype, md5sum, definition, reliability, durability, depth} (src/relays/ros2_bridge.cpp).
-    Pure apart from the type look-up."""
-    assert transport.ctx is not None
-    ctx, options = transport.ctx, transport.options
-    hosts = list(ctx.address)
-    out = []
-    for h in hosts:
-        leaving = list({t.topic: t for t in topics if t.source_host == h}.values())
-        arriving = list({t.topic: t for t in topics if t.dest_host == h}.values())
-        if not leaving and not arriving:
-            continue
-        name = f"ros2_bridge_{h}"
-
-        def entry(t: CrossingTopic) -> dict[str, Any]:
-            qos = transport.topic_qos.setdefault(t.topic, transport.qos_for(_topic_overrides(ctx, t.topic)))
-            info = message_type(t.datatype) or {}
-            if not info:
-                raise TransportError(f"transport {transport.name} (bridge): message type {t.datatype!r} of "
-                                     f"{t.topic} is not installed")
-            return {"topic": t.topic, "datatype": info["type"], "md5sum": info["md5"],
-                    "definition": info["definition"], **qos.as_dict()}
-        params = {"middleware": transport.middleware, "middleware_config": transport.config_files[h],
-                  "domain_id": options["domain_id"], "out_topics": [entry(t) for t in leaving],
-                  "in_topics": [entry(t) for t in arriving],
-                  "stats_path": str(Path(ctx.run_dir) / "records" / f"relay_{name}_stats.jsonl"),
-                  "status_path": str(Path(ctx.run_dir) / "records" / f"{name}{STATUS_SUFFIX}")}
-        if transport.middleware == "zenoh":
-            params["type_hashes"] = dict(transport.type_hashes)
-        out.append({"name": name, "host": h, "argv": [str(paths.node_binary("ros2_bridge")), f"__name:={name}"],
-                    "params": params})
-    return out
-
-
-def _topic_overrides(ctx: TransportContext, topic: str) -> dict[str, Any]:
-    return ctx.topic_qos.get(topic, {})
-
-
-
-
 def read_status(path: Path) -> dict[str, Any] | None:
     """A node's status file, or None while it has not written one."""
     try:
@@ -401,85 +338,3 @@ def read_status(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def check_experiment(exp) -> list[tuple[str, str]]:
-    """(key, problem) for what an experiment asks of its ROS 2 transports that cannot be:
-    native nodes that do not exist (the teleop trial and simulators speak roscpp only), a flow
-    that names its own ROS transport under a native deployment, a late subscriber without an
-    earlier one, multicast discovery over a link that does not carry multicast."""
-    out: list[tuple[str, str]] = []
-    for i, flow in enumerate(exp.flows):
-        if flow.subscriber_delay > 0 and flow.subscribers * len(flow.to) < 2:
-            out.append((f"flows[{i}].subscriber_delay", "the subscribers after the first join late: give the flow "
-                                                        "at least two subscribers (subscribers: 2, or two hosts in to)"))
-    for name in dict.fromkeys(exp.transport):
-        if name not in MIDDLEWARES:
-            continue
-        schema = options_schema(name)
-        options = exp.transport_options.get(name) or validate(schema, {})
-        key = f"transport_options.{name}"
-        if options.get("deployment", "native") == "native":
-            if exp.loop.type == "teleop":
-                out.append((f"{key}.deployment", "the teleop trial and the car's simulators speak roscpp only: "
-                                                 "run them over ROS 2 with deployment: bridge"))
-            for i, flow in enumerate(exp.flows):
-                if flow.transport != "same":
-                    out.append((f"flows[{i}].transport", f"{flow.transport!r} is a ROS 1 transport; with {name} "
-                                                         f"deployed natively no ROS 1 connection crosses the link: "
-                                                         f"use 'same' (or deployment: bridge)"))
-        if options.get("discovery", "multicast") == "multicast" and not exp.machines:
-            problem = multicast_problem(exp.link, exp.link_params)
-            if problem:
-                out.append((f"{key}.discovery", f"{problem}; use discovery: peers"))
-    return out
-
-
-def multicast_problem(link: str, link_params: dict) -> str | None:
-    """Why multicast discovery cannot reach every host over ``link``, or None. Measured: SPDP
-    multicast and Zenoh scouting cross ``ethernet`` (veth, bridge) and the ns-3 Wi-Fi links
-    (TapBridge passes group frames; 802.11 sends them at the basic rate); on a two-hop chain the
-    ends are out of each other's range and the relay host does not route multicast."""
-    from ..testbed import load_profile  # noqa: PLC0415
-    try:
-        profile = load_profile(link, link_params)
-    except Exception:  # noqa: BLE001 - a bad profile is reported by its own check
-        return None
-    if int(profile.get("hops", 1) or 1) > 1:
-        return (f"link '{link}' is a {profile['hops']}-hop chain: its ends are out of each other's range and "
-                f"the relay host does not route multicast, so multicast discovery never reaches the far end")
-    return None
-
-
-#: seconds of the link's capacity a Zenoh message may take before rmw_zenoh's congestion control
-#: "drop" (every KEEP_LAST publisher) discards it whole: measured 2026-11-26 with 3 messages each,
-#: wifi6 (6 Mbit/s) 100 KB delivered, 250 KB dropped; ethernet (100 Mbit/s) 1 MB delivered, 4 MB
-#: dropped; i.e. between 0.13 and 0.33 s of transmission
-ZENOH_DROP_SECONDS = 0.2
-
-
-def zenoh_drop_warnings(exp, capacity_mbit: float | None) -> list[str]:
-    """Messages larger than Zenoh can push through a link of ``capacity_mbit`` before its
-    congestion control drops them (rmw_zenoh publishes KEEP_LAST topics with CongestionControl::Drop:
-    a message whose fragments wait too long in the TX queue is dropped whole, every time)."""
-    if "zenoh" not in exp.transport:
-        return []
-    out = []
-    options = exp.transport_options.get("zenoh") or {}
-    asked = [("transport_options.zenoh", options)] + [("loop.qos", exp.loop.qos)] + \
-        [(f"flows[{i}].qos", f.qos) for i, f in enumerate(exp.flows)]
-    best_effort = [key for key, q in asked if q.get("reliability") == "best_effort"] + \
-        (["transport_options.zenoh.qos"] if options.get("qos") == "sensor_data" else [])
-    if best_effort:
-        out.append(f"{', '.join(best_effort)}: best_effort changes nothing on Zenoh's wire: rmw_zenoh publishes "
-                   f"KEEP_LAST topics with the library's default reliability (reliable) and congestion control drop")
-    if not capacity_mbit:
-        return out
-    from ..flows import message_bytes  # noqa: PLC0415
-    limit = int(capacity_mbit * 1e6 / 8 * ZENOH_DROP_SECONDS)
-    for i, flow in enumerate(exp.flows):
-        size = message_bytes(flow)
-        if size > limit:
-            out.append(f"flows[{i}] ({flow.name}): {size}-byte messages over zenoh on a {capacity_mbit:g} Mbit/s link: "
-                       f"rmw_zenoh's congestion control (drop, for KEEP_LAST) discards a message that takes more "
-                       f"than ~{ZENOH_DROP_SECONDS:g} s to send, so messages above ~{limit} bytes are lost whole "
-                       f"(measured: 250 KB on wifi6, 4 MB on ethernet)")
-    return out
