@@ -136,6 +136,15 @@ class Link:
     def health(self, since: float | None = None, until: float | None = None) -> dict:
         return {"valid": True, "reason": "ok"}
 
+    def emulator_stats(self) -> list[dict]:
+        """The emulator's statistics lines so far ("stats" and "final"); none without an
+        emulator process."""
+        return []
+
+    def station_events(self) -> list[dict]:
+        """Stations leaving and rejoining the network (emulated Wi-Fi only); none here."""
+        return []
+
     def shape(self, host: str) -> None:
         """Set up ``host``'s egress queueing on net0 (default: the kernel's own qdisc)."""
 

@@ -149,6 +149,9 @@ class TapLink(Link):
                 "tcp_limit_output_bytes": p.tcp_limit_output_bytes or None,
                 "priority_band": priority_band_metadata() if any(self.shaper(h) for h in self.hosts) else None}
 
+    def emulator_stats(self) -> list[dict]:
+        return self.stats.stats() if self.stats is not None else []
+
     def env(self) -> dict:
         return dict(os.environ)
 
