@@ -155,3 +155,18 @@ def test_every_link_type_has_a_model_and_an_emulator():
     from netloop.testbed.links import IMPLEMENTATIONS
     from netloop.testbed.profile_models import MODELS
     assert list(MODELS) == list(IMPLEMENTATIONS)
+
+
+def test_an_experiment_names_its_bad_link_profile_file(tmp_path, monkeypatch):
+    from netloop.experiment import validate_experiment
+    from netloop.testbed import profiles
+    monkeypatch.setattr(profiles, "LINKS_DIR", tmp_path)
+    (tmp_path / "bad.yaml").write_bytes(b"\xfftype: shaped\n")
+    (tmp_path / "ok.yaml").write_text("type: shaped\n")
+    with pytest.raises(ConfigError) as err:
+        validate_experiment({"name": "x", "link": "bad"}, "exp.yaml")
+    assert err.value.errors == [("link", f"not UTF-8 text (byte 0xff at offset 0): a text file is expected "
+                                         f"(in {tmp_path / 'bad.yaml'})")]
+    with pytest.raises(ConfigError) as err:
+        validate_experiment({"name": "x", "link": "ok", "link_params": {"delay_ms": -3}}, "exp.yaml")
+    assert err.value.key == "link_params.delay_ms"

@@ -97,8 +97,10 @@ def _check_one(data: Any, name: str | None, source: str | None,
         check_transport_options(exp, found)
     hosts = None
     if not bad & set(_HOST_KEYS):
-        with found.check("link_params"):   # the profile with the overrides, checked by the profile's schema
-            hosts = Testbed(load_profile(exp.link, exp.link_params)).hosts  # creates nothing: the host names
+        try:   # the profile with the overrides, checked by the profile's model; creates nothing
+            hosts = Testbed(load_profile(exp.link, exp.link_params)).hosts
+        except ConfigError as err:   # a key of the profile is link_params'; its file, the link's
+            found.found.append(err.rekeyed("link_params" if err.key else "link"))
         if exp.machines:
             hosts = None
             with found.check():  # real machines: their names are the hosts (errors name the hosts file)
@@ -191,7 +193,7 @@ def experiment_warnings(exp: Experiment) -> list[str]:
     real machines without a known rate, a priority relay that cannot pace."""
     out = []
     from .transports import left_out_of_all, transports_for_all  # noqa: PLC0415
-    from .transports.ros2 import MIDDLEWARES  # noqa: PLC0415
+    from .transports.ros2_checks import MIDDLEWARES  # noqa: PLC0415
     left_out = left_out_of_all()
     if left_out and exp.transport == transports_for_all():
         out += [f"transport all leaves out {name}: {why}" for name, why in left_out.items()]
