@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .hosts import Hosts
 from .schema import ConfigError
 from .testbed.util import killed_with_parent
 
@@ -264,21 +265,60 @@ def _process_cpu_seconds(pid: int) -> float | None:
         return None
 
 
-class LimitedHosts:
-    """The testbed seen through the CPU limits: the same hosts and addresses, with every
-    limited host's command prefix joining its cgroup."""
+class LimitedHosts(Hosts):
+    """The run's hosts seen through the CPU limits: the same hosts and addresses, with every
+    limited host's commands joining its cgroup. Every other method is the wrapped hosts'."""
 
-    def __init__(self, testbed, limits: CpuLimits):
-        self._testbed, self._limits = testbed, limits
+    def __init__(self, hosts: Hosts, limits: CpuLimits):
+        self._hosts, self._limits = hosts, limits
 
     def exec_prefix(self, host: str) -> list[str]:
         # the cgroup is joined first: inside `ip netns exec` /sys is a fresh sysfs without the
         # cgroup mounts, and membership carries over the execs that follow
-        return self._limits.wrapper(host) + self._testbed.exec_prefix(host)
+        return self._limits.wrapper(host) + self._hosts.exec_prefix(host)
 
     def command(self, host: str, argv: list[str], env: dict[str, str] | None):
-        argv, env, remote = self._testbed.command(host, argv, env)
+        argv, env, remote = self._hosts.command(host, argv, env)
         return self._limits.wrapper(host) + argv, env, remote
 
-    def __getattr__(self, name: str):
-        return getattr(self._testbed, name)
+    @property
+    def hosts(self) -> list[str]:
+        return self._hosts.hosts
+
+    @property
+    def link_mbit(self) -> float | None:
+        return self._hosts.link_mbit
+
+    def address(self, host: str) -> str:
+        return self._hosts.address(host)
+
+    def netns(self, host: str) -> str | None:
+        return self._hosts.netns(host)
+
+    def translate(self, host: str, value: Any) -> Any:
+        return self._hosts.translate(host, value)
+
+    def is_remote(self, host: str) -> bool:
+        return self._hosts.is_remote(host)
+
+    def read_text(self, host: str, path: str) -> str | None:
+        return self._hosts.read_text(host, path)
+
+    def interfaces(self) -> tuple[dict[str, str], dict[str, int]]:
+        return self._hosts.interfaces()
+
+    def health(self, since: float | None = None, until: float | None = None) -> dict:
+        return self._hosts.health(since, until)
+
+    def metadata(self) -> dict:
+        return self._hosts.metadata()
+
+    def records_problems(self) -> list[str]:
+        return self._hosts.records_problems()
+
+    def up(self) -> "LimitedHosts":
+        self._hosts.up()
+        return self
+
+    def down(self) -> None:
+        self._hosts.down()

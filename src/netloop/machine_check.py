@@ -28,6 +28,8 @@ import subprocess
 from typing import Any
 
 from . import paths
+from .hosts_file import Machine
+from .ssh import SSH_LOST, ssh_problem
 
 #: the compiled nodes a workspace's build must have (the loop, the flows, the relays)
 NODES = ("rlc_plant", "loop_controller", "flow_source", "flow_sink", "nimbro_udp_sender", "nimbro_tcp_sender",
@@ -35,7 +37,7 @@ NODES = ("rlc_plant", "loop_controller", "flow_source", "flow_sink", "nimbro_udp
 BUILD_INFO = "share/netloop/build_info.txt"
 
 # Run on the machine: key=value lines, every key prefixed with ws_ (they join the lines of the
-# machine's usual check, netloop.machines._CHECK_SCRIPT, which checks run_root, the interface,
+# machine's usual check, netloop.machine_readiness._CHECK_SCRIPT, which checks run_root, the interface,
 # Wi-Fi power save and stale processes as for any machine).
 #: a shell function for the scripts run on a machine: the ROS 2 middlewares a built
 #: libnetloop_ros2.so links (``ros2_linked LIB`` prints e.g. " cyclonedds fastdds")
@@ -72,18 +74,18 @@ echo "ws_source_revision=$(git -C "$root" rev-parse HEAD 2>/dev/null)"
 """.replace("BUILD_INFO", BUILD_INFO)
 
 
-def default_root(machine: Any) -> str | None:
+def default_root(machine: Machine) -> str | None:
     """The netloop sources of a workspace machine without ``root``: ``<workspace>/src/netloop``."""
-    if getattr(machine, "workspace", None):
+    if machine.workspace:
         return f"{machine.workspace.rstrip('/')}/src/netloop"
     return None
 
 
-def wrapper(machine: Any, root: str) -> list[str]:
+def wrapper(machine: Machine, root: str) -> list[str]:
     """The first words of a node's command on ``machine``: the remote wrapper, told the
     workspace to source when the machine has one."""
     words = [f"{root}/bin/netloop-remote-exec"]
-    if getattr(machine, "workspace", None):
+    if machine.workspace:
         words = ["env", f"NETLOOP_WORKSPACE={machine.workspace}"] + words
     return words
 
@@ -97,10 +99,10 @@ def space(found: dict[str, str]) -> str:
     return "install" if found.get("ws_space_install") == "ok" and found.get("ws_space_devel") != "ok" else "devel"
 
 
-def translate(machine: Any, value: str, found: dict[str, str]) -> str:
+def translate(machine: Machine, value: str, found: dict[str, str]) -> str:
     """``value`` with this checkout's catkin spaces replaced by the machine's workspace space
     (the compiled nodes: ``.build/ws/devel/lib/netloop/...`` -> ``<workspace>/devel/lib/netloop/...``)."""
-    if not getattr(machine, "workspace", None):
+    if not machine.workspace:
         return value
     target = f"{machine.workspace.rstrip('/')}/{space(found)}"
     for mine in (str(paths.DEVEL), str(paths.REPO / ".build" / "ws" / "devel")):
@@ -157,7 +159,6 @@ def check_workspace(hosts: Any, host: str, found: dict[str, str]) -> list[str]:
     lines join it, and the keys the usual check judges — root, wrapper, built, ros, ros2,
     revision — are set from the workspace, so that it does not judge the missing .build
     again); warnings go to ``hosts.warnings`` (and are logged). Returns the problems, one line each."""
-    from .machines import SSH_LOST, _ssh_problem   # noqa: PLC0415 - machines imports this module
     machine = hosts.machine(host)
     root = hosts.root(host)
     args = [machine.workspace, root, " ".join(NODES), machine.run_root]
@@ -166,7 +167,7 @@ def check_workspace(hosts: Any, host: str, found: dict[str, str]) -> list[str]:
     else:
         r = hosts._ssh_run(host, "sh -c " + shlex.quote(_SCRIPT) + " check " + shlex.join(args))
         if r.returncode == SSH_LOST:
-            return [_ssh_problem(host, machine, r.stderr)]
+            return [ssh_problem(host, machine, r.stderr)]
     for line in r.stdout.splitlines():
         k, sep, v = line.partition("=")
         if sep:

@@ -11,7 +11,7 @@ from typing import Any
 
 from .netns import NetnsCaller
 from .polling import wait_for as _wait_for
-from .processes import ManagedProcess, ProcessGroup, log_tail
+from .processes import CORE, ManagedProcess, ProcessGroup, log_tail
 from .transports.mm_sync import rpc as timed_rpc   # an XML-RPC proxy whose calls time out
 
 #: the package's one polling helper (netloop.polling), also importable from here
@@ -115,8 +115,7 @@ class RosMaster:
         env = dict(self.env, ROS_MASTER_URI=self.uri, ROS_IP=self.address)
         argv, penv, remote = self.command(["rosmaster", "--core", "-p", str(self.port), "-w", "3"], env)
         log_start = _size(self.group.log_dir / f"{self.name}.log")   # the log is appended to
-        self.process = self.group.start(self.name, argv, env=penv, remote=remote)
-        self.process.core = True
+        self.process = self.group.start(self.name, argv, env=penv, remote=remote, role=CORE)
         deadline = time.monotonic() + timeout
         while not self.ready():
             if PORT_IN_USE in _read_from(self.process.log_path, log_start):   # it lives on, serving nothing
@@ -131,8 +130,7 @@ class RosMaster:
             time.sleep(0.05)
         self.set_params({"run_id": self.name + "-" + str(self.port)}, "/")
         argv, penv, remote = self.command([ROSOUT_BINARY, "__name:=rosout"], env)
-        self.rosout = self.group.start(f"{self.name}-rosout", argv, env=penv, remote=remote)
-        self.rosout.core = True
+        self.rosout = self.group.start(f"{self.name}-rosout", argv, env=penv, remote=remote, role=CORE)
         return self
 
     def rpc(self, uri: str, method: str, *args: Any) -> Any:

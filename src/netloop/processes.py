@@ -34,6 +34,12 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 #: seconds between two heartbeat bytes to a remote process (its machine's silence bound is larger)
 HEARTBEAT_S = 1.0
+#: a process's role, declared when it starts: it says when a run stops it (the drain order):
+#: senders first (a flow's source or bag player: it stops sending, and messages in flight
+#: arrive), then every other node, then the ROS cores (master, rosout), so that nodes
+#: unregister from a master still there
+SENDER, NODE, CORE = "sender", "node", "core"
+ROLES = (SENDER, NODE, CORE)
 
 
 @dataclass
@@ -46,7 +52,7 @@ class ManagedProcess:
     host: str | None = None          # the testbed host it runs on (None: not on a host)
     remote: bool = False             # an ssh client: its node runs on another machine
     cpu_s: float | None = None       # CPU time used, as last sampled (:meth:`sample_cpu`)
-    core: bool = False               # a ROS master or rosout: stopped after every other process
+    role: str = NODE                 # SENDER, NODE or CORE: when a run stops it (see ROLES)
 
     @property
     def pid(self) -> int:
@@ -81,8 +87,10 @@ class ProcessGroup:
         self._closing = threading.Event()
 
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None,
-              prefix: list[str] | None = None, host: str | None = None, remote: bool = False) -> ManagedProcess:
-        """Start ``argv`` (behind ``prefix``, e.g. ``ip netns exec robot``), output to logs/<name>.log.
+              prefix: list[str] | None = None, host: str | None = None, remote: bool = False,
+              role: str = NODE) -> ManagedProcess:
+        """Start ``argv`` (behind ``prefix``, e.g. ``ip netns exec robot``), output to logs/<name>.log;
+        ``role`` (one of ROLES) says when it is stopped.
 
         ``remote``: ``argv`` is an ssh client whose remote end (:mod:`netloop.remote_exec`) stops
         the node when its standard input ends; it gets a pipe, closed to stop it gracefully."""
@@ -91,7 +99,9 @@ class ProcessGroup:
             popen = subprocess.Popen(list(prefix or []) + list(argv), stdin=subprocess.PIPE if remote else
                                      subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                      preexec_fn=_die_with_parent, close_fds=True)
-        proc = ManagedProcess(name, list(argv), popen, log_path, host=host, remote=remote)
+        if role not in ROLES:
+            raise ValueError(f"role {role!r} of {name}: allowed: {', '.join(ROLES)}")
+        proc = ManagedProcess(name, list(argv), popen, log_path, host=host, remote=remote, role=role)
         self.processes.append(proc)
         if remote:
             os.set_blocking(popen.stdin.fileno(), False)   # a full pipe skips a beat, never blocks
@@ -183,13 +193,17 @@ class ProcessGroup:
             t.join()
         return status
 
+    def with_role(self, role: str) -> list[ManagedProcess]:
+        """The processes started with ``role``, in the order they were started."""
+        return [p for p in self.processes if p.role == role]
+
     def stop_all(self) -> dict[str, int | None]:
-        """Stop every process: the nodes together, then the ROS cores (``core``) together, so
-        that nodes unregister from a master still there. Returns name -> exit status (in the
-        order the processes were started last first)."""
+        """Stop every process: the nodes (senders among them, if still running) together, then
+        the ROS cores (role CORE) together, so that nodes unregister from a master still there.
+        Returns name -> exit status (in the order the processes were started last first)."""
         procs = list(reversed(self.processes))
         status: dict[str, int | None] = {}
-        for wave in ([p for p in procs if not p.core], [p for p in procs if p.core]):
+        for wave in ([p for p in procs if p.role != CORE], [p for p in procs if p.role == CORE]):
             status.update(self.stop_together(wave))
         out = {p.name: status.get(p.name) for p in procs}
         self._closing.set()

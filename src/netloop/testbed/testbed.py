@@ -27,6 +27,7 @@ from . import interfaces, state, util
 from .links import LinkContext, host_address, make_link
 from .profiles import link_capacity_mbit, validate_profile
 from .util import TestbedError
+from netloop.hosts import Hosts, read_here
 from netloop.schema import ConfigError
 
 log = logging.getLogger("netloop.testbed")
@@ -51,7 +52,7 @@ def _exit_on_signal(signum, frame):
     raise SystemExit(128 + signum)
 
 
-class Testbed:
+class Testbed(Hosts):
     """Hosts (network namespaces) joined by the emulated link a profile describes.
 
     ``profile`` is a dict from :func:`load_profile` (it is validated again here, so nothing is
@@ -111,12 +112,31 @@ class Testbed:
 
     def command(self, host: str, argv: list[str], env: dict[str, str] | None) -> tuple[list[str], dict | None, bool]:
         """(argv, env, remote) that start ``argv`` on ``host``: behind :meth:`exec_prefix`; never
-        remote (the interface :class:`netloop.machines.RealHosts` shares)."""
+        remote (:class:`netloop.hosts.Hosts`)."""
         return self.exec_prefix(host) + list(argv), env, False
 
     def translate(self, host: str, value):
         """``value`` as ``host`` sees it: the same (every host shares this file system)."""
         return value
+
+    def is_remote(self, host: str) -> bool:
+        """Never: every namespace is on this machine."""
+        return False
+
+    def read_text(self, host: str, path: str) -> str | None:
+        """The file ``path``: namespaces share this machine's file system."""
+        return read_here(path)
+
+    def interfaces(self) -> tuple[dict[str, str], dict[str, int]]:
+        """Per host its link interface and MTU: ``lo`` for loopback, else ``net0`` with the
+        profile's MTU."""
+        if self.is_loopback:
+            return {h: "lo" for h in self.hosts}, {h: 65536 for h in self.hosts}
+        return {h: "net0" for h in self.hosts}, {h: int(self.profile.get("mtu", 1500)) for h in self.hosts}
+
+    def records_problems(self) -> list[str]:
+        """None: the namespaces write into the run directory directly."""
+        return []
 
     def set_transmitting(self, host: str, on: bool) -> None:
         """An outage of ``host`` (``on`` False: everything it sends is dropped at its interface)
@@ -277,12 +297,6 @@ class Testbed:
             "up_time_s": self.up_time_s, "down_time_s": self.down_time_s,
             "leftovers_cleaned": [r["id"] for r in self.leftovers_cleaned],
         }
-
-    def __enter__(self) -> "Testbed":
-        return self.up()
-
-    def __exit__(self, *exc) -> None:
-        self.down()
 
     def __repr__(self) -> str:
         return (f"Testbed({self.name!r}, id={self.id!r}, "
