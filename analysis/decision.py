@@ -2,13 +2,12 @@
 per transport, ranked by one number, with its spread over the repetitions and a plain
 verdict.
 
-- RLC loop: ranked by the median IAE(y − baseline) [mV·s]; beside it Δovershoot, the loop's
-  delay (RTT p50 / p99) and jitter (RTT std), and losses (MDR of y and u in %).
-- Flows only (``loop.type: none``): one table per flow, ranked by the median of each run's
-  median one-way delay D (or the round trip of an echo flow); beside it D p99, std J_d, MDR
-  and BW.
-- Teleoperation: ranked by the median IAE of the speed and heading steps against the local
-  run (trial on the car); beside it the odometry's delay and the commands' age.
+This module holds the ranking every table shares (:class:`Candidate`, :func:`rank`,
+:data:`RULES`, :func:`describe`) and the flows-only table (``loop.type: none``): one table per
+flow, ranked by the median of each run's median one-way delay D (or the round trip of an echo
+flow); beside it D p99, std J_d, MDR and BW. A loop kind's own table is in its package
+(``netloop.loops.rlc.analysis``: the RLC loop ranked by IAE(y − baseline);
+``netloop.loops.teleop.analysis``: the teleop trial ranked by IAE vs local).
 
 Verdict rules (:func:`rank`, the glossary's "best", "indistinguishable from best", "worse
 by X (Y %)"): the lowest median is **best**; another transport whose min–max over its
@@ -26,7 +25,6 @@ from . import degradation, glossary
 from .rendering import Section
 from .results import FlowResult, RunAnalysis
 from .tables import MISSING, median_of, percent_text, sig
-from .teleop_run import step_deviation
 
 BEST = "best"
 SAME = "indistinguishable from best"
@@ -106,11 +104,11 @@ def table_rows(ranked: list[Ranked], value_digits: int = 3) -> list[list[Any]]:
              *r.candidate.cells, r.verdict] for r in ranked]
 
 
-def _pair(a: Any, b: Any, text: Callable[[Any], str] = sig) -> str:
+def pair(a: Any, b: Any, text: Callable[[Any], str] = sig) -> str:
     return f"{text(a)} / {text(b)}"
 
 
-def _repetitions(counts: list[int]) -> str:
+def repetitions_text(counts: list[int]) -> str:
     counts = sorted(set(counts))
     if not counts:
         return "no repetitions"
@@ -123,49 +121,6 @@ def _repetitions(counts: list[int]) -> str:
 RULES = ("Verdict: **best** = lowest median; **indistinguishable from best** = its min–max over the "
          "repetitions overlaps the best one's; **worse by X (Y %)** = the ranges do not overlap, X = the "
          "difference of the medians, Y = X in % of the best's median. Terms: Glossary at the end.")
-
-
-# -- RLC loop ----------------------------------------------------------------------------------
-
-LOOP_HEADER = ["rank", "transport", "IAE(y − baseline) [mV·s]", "Δovershoot [pp]", "RTT p50 / p99 [ms]",
-               "RTT std [ms]", "MDR y / u [%]", "verdict"]
-
-
-def loop_candidates(groups: list, setting: str) -> list[Candidate]:
-    """One candidate per transport of one setting, from the condition groups
-    (:func:`degradation.group`)."""
-    out = []
-    for g in groups:
-        if g.setting != setting:
-            continue
-        s = g.stats
-        med = {k: s[k]["median"] if s[k]["n"] else None for k in s}
-        bad = [f"{g.verdicts[v]} of {g.n} {'unstable' if v == 'unstable' else 'did not settle'}"
-               for v in ("unstable", "did not settle") if g.verdicts.get(v)]
-        out.append(Candidate(g.transport, [r.iae_dev_mVs for r in g.runs], cells=[
-            sig(med["delta_overshoot_pp"], 2), _pair(med["rtt_p50_ms"], med["rtt_p99_ms"]), sig(med["rtt_std_ms"]),
-            _pair(med["mdr_y"], med["mdr_u"], percent_text)], note=", ".join(bad)))
-    return out
-
-
-def loop_section(study, descriptions: dict[str, str]) -> Section | None:
-    """The RLC loop's decision table(s): one per setting of the sweep."""
-    groups = study.groups
-    if not groups:
-        return None
-    section = Section("Decision table")
-    section.p(f"Which transport keeps the loop closest to the local one, per transport ({_repetitions([g.n for g in groups])}): "
-              "the loop's degradation IAE(y − baseline) as median (min–max over the repetitions) and "
-              "Δovershoot; the loop's delay (RTT p50 / p99) and jitter (RTT std); losses (MDR of y and u). "
-              "Medians over the repetitions. " + RULES)
-    for setting in study.settings:
-        ranked = rank(loop_candidates(groups, setting), "mV·s")
-        if not ranked:
-            continue
-        if study.swept:
-            section.h(3, setting)
-        section.table(LOOP_HEADER, table_rows(ranked))
-    return describe(section, descriptions, [g.transport for g in groups])
 
 
 # -- flows only -----------------------------------------------------------------------------------
@@ -210,7 +165,7 @@ def flow_section(runs: list[RunAnalysis], transport_order: list[str] | None,
     section = Section("Decision table")
     counts = [len({a.run_id for a in runs if a.transport == t and degradation.setting_of(a) == s})
               for t in {a.transport for a in runs} for s in settings]
-    section.p(f"Which transport carries each flow best, per transport ({_repetitions([c for c in counts if c])}): "
+    section.p(f"Which transport carries each flow best, per transport ({repetitions_text([c for c in counts if c])}): "
               "the flow's one-way delay D (the round trip for an echo flow) as the median over the repetitions of "
               "each run's median, with its min–max; its p99, the jitter at the destination (std J_d), losses "
               "(MDR) and the bandwidth used (BW), medians over the repetitions. " + RULES)
@@ -225,50 +180,6 @@ def flow_section(runs: list[RunAnalysis], transport_order: list[str] | None,
             section.h(3, f"Flow `{entry}`" + (f", {setting}" if swept else ""))
             section.table(_flow_header(word), table_rows(rank(cands, "ms")))
     return describe(section, descriptions, [a.transport for a in runs])
-
-
-# -- teleoperation ------------------------------------------------------------------------------
-
-TELEOP_HEADER = ["rank", "transport", "IAE vs local, speed + heading [s]", "speed [s]", "heading [s]",
-                 "odometry delay p50 / p99 [ms]", "command age mean [ms]", "verdict"]
-
-
-def teleop_section(runs: list[RunAnalysis], descriptions: dict[str, str]) -> Section | None:
-    """The teleop trial's decision table: transports ranked by how far their speed and
-    heading steps stray from the trial run on the car (IAE vs local, summed)."""
-    good = [a for a in runs if a.teleop is not None and a.teleop.ok and a.status == "complete"]
-    local = next((a.teleop for a in good if a.teleop.local), None)
-    remote = [a for a in good if not a.teleop.local]
-    if not remote:
-        return None
-    section = Section("Decision table")
-    if local is None:
-        section.p("No local trial (on the car's host) to compare with: transports are ranked by the median "
-                  "odometry delay instead. " + RULES)
-    else:
-        section.p("Which transport keeps the teleoperated car closest to the trial run on the car itself: IAE of "
-                  "the normalised speed and heading steps against the local run, summed (median, min–max over "
-                  "the repetitions), each step's own median, the odometry's delay and the commands' age. " + RULES)
-    settings = list(dict.fromkeys(degradation.setting_of(a) for a in remote))
-    for setting in settings:
-        by: dict[str, list] = {}
-        for a in remote:
-            if degradation.setting_of(a) == setting:
-                by.setdefault(a.transport, []).append(a.teleop)
-        cands = []
-        for transport, trials in by.items():
-            speed = [step_deviation(t.speed, local.speed) for t in trials] if local else []
-            heading = [step_deviation(t.heading, local.heading) for t in trials] if local else []
-            values = [s + h for s, h in zip(speed, heading)] if local else [t.odom_delay["p50_ms"] for t in trials]
-            cands.append(Candidate(transport, values, cells=[
-                sig(median_of(speed)) if local else MISSING, sig(median_of(heading)) if local else MISSING,
-                _pair(median_of(t.odom_delay["p50_ms"] for t in trials), median_of(t.odom_delay["p99_ms"] for t in trials)),
-                sig(median_of(t.command_age["mean_ms"] for t in trials))]))
-        if len(settings) > 1:
-            section.h(3, setting)
-        header = TELEOP_HEADER if local else TELEOP_HEADER[:2] + ["odometry delay p50 [ms]"] + TELEOP_HEADER[3:]
-        section.table(header, table_rows(rank(cands, "s" if local else "ms")))
-    return describe(section, descriptions, [a.transport for a in remote])
 
 
 # -- what each transport is -----------------------------------------------------------------------

@@ -17,6 +17,7 @@ from netloop.analysis.report import write_report
 from netloop.analysis.results import FlowResult, RunAnalysis, StepResponse, TeleopRunResult
 from netloop.analysis.tables import percent_text, sig
 from netloop.loops.rlc.analysis import negotiated_text
+from netloop.loops.teleop.analysis import decision_section as teleop_decision
 
 #: constant one-way delays [ms] per transport; udp and tcp_nodelay see exactly the same
 ONE_WAY_MS = {"udp": 1.0, "tcp_nodelay": 1.0, "tcp": 8.0}
@@ -236,6 +237,6 @@ def test_teleop_decision_ranks_against_the_local_trial():
                            cell={"condition": transport}, teleop=trial)
     runs = [run("local", "tcp", 1.0, local=True), run("udp-r0", "udp", 1.0), run("udp-r1", "udp", 1.01),
             run("tcp-r0", "tcp", 2.0), run("tcp-r1", "tcp", 2.1)]
-    section = decision.teleop_section(runs, {})
+    section = teleop_decision(runs, {})
     rows = {r[1]: r for r in next(b for b in section.blocks if b.kind == "table").cells()}
     assert rows["udp"][-1] == "best" and rows["tcp"][-1].startswith("worse by ") and rows["tcp"][-1].count(" s (")

@@ -17,13 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ...analysis import decision, degradation, loop_sections, prediction, repeated_steps, step_report
+from ...analysis import degradation, loop_sections, prediction, repeated_steps, step_report
+from ...analysis.decision import RULES, Candidate, describe, pair, rank, repetitions_text, table_rows
 from ...analysis.kinds import LoopAnalysis, ReportContext
 from ...analysis.loop_run import analyse_loop_run, load_loop_run
 from ...analysis.prediction import analyse_prediction
 from ...analysis.rendering import Section
 from ...analysis.results import DirectionStats, RunAnalysis, RunPoint
-from ...analysis.tables import write_csv
+from ...analysis.tables import percent_text, sig, write_csv
 from ...jsonio import write_json_atomic
 
 #: transports whose nodes, though under one master per host, connect to each other directly
@@ -72,6 +73,47 @@ RUN_COLUMNS = [
 
 #: the columns of degradation.csv before the point's numbers
 POINT_META = ["run_id", "transport", "setting", "condition", "repetition", "status", "verdict", "explained"]
+
+
+LOOP_HEADER = ["rank", "transport", "IAE(y − baseline) [mV·s]", "Δovershoot [pp]", "RTT p50 / p99 [ms]",
+               "RTT std [ms]", "MDR y / u [%]", "verdict"]
+
+
+def loop_candidates(groups: list, setting: str) -> list[Candidate]:
+    """One candidate per transport of one setting, from the condition groups
+    (:func:`degradation.group`)."""
+    out = []
+    for g in groups:
+        if g.setting != setting:
+            continue
+        s = g.stats
+        med = {k: s[k]["median"] if s[k]["n"] else None for k in s}
+        bad = [f"{g.verdicts[v]} of {g.n} {'unstable' if v == 'unstable' else 'did not settle'}"
+               for v in ("unstable", "did not settle") if g.verdicts.get(v)]
+        out.append(Candidate(g.transport, [r.iae_dev_mVs for r in g.runs], cells=[
+            sig(med["delta_overshoot_pp"], 2), pair(med["rtt_p50_ms"], med["rtt_p99_ms"]), sig(med["rtt_std_ms"]),
+            pair(med["mdr_y"], med["mdr_u"], percent_text)], note=", ".join(bad)))
+    return out
+
+
+def decision_section(study, descriptions: dict[str, str]) -> Section | None:
+    """The RLC loop's decision table(s): one per setting of the sweep."""
+    groups = study.groups
+    if not groups:
+        return None
+    section = Section("Decision table")
+    section.p(f"Which transport keeps the loop closest to the local one, per transport ({repetitions_text([g.n for g in groups])}): "
+              "the loop's degradation IAE(y − baseline) as median (min–max over the repetitions) and "
+              "Δovershoot; the loop's delay (RTT p50 / p99) and jitter (RTT std); losses (MDR of y and u). "
+              "Medians over the repetitions. " + RULES)
+    for setting in study.settings:
+        ranked = rank(loop_candidates(groups, setting), "mV·s")
+        if not ranked:
+            continue
+        if study.swept:
+            section.h(3, setting)
+        section.table(LOOP_HEADER, table_rows(ranked))
+    return describe(section, descriptions, [g.transport for g in groups])
 
 
 def _value(get, loop) -> Any:
@@ -141,9 +183,8 @@ class RlcAnalysis(LoopAnalysis):
     def decision(self, runs: list[RunAnalysis], ctx: ReportContext) -> Section | None:
         good, study = self.usable(runs), self.study(runs, ctx)
         if repeated_steps.has_steps(good):
-            return decision.describe(step_report.decision(good, study.swept), ctx.descriptions,
-                                     [a.transport for a in good])
-        return decision.loop_section(study, ctx.descriptions) if good else None
+            return describe(step_report.decision(good, study.swept), ctx.descriptions, [a.transport for a in good])
+        return decision_section(study, ctx.descriptions) if good else None
 
     def sections(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[Section]:
         good, study = self.usable(runs), self.study(runs, ctx)

@@ -10,16 +10,59 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ...analysis import decision, plots
+from ...analysis import degradation, plots
+from ...analysis.decision import RULES, Candidate, describe, pair, rank, table_rows
 from ...analysis.kinds import LoopAnalysis, ReportContext
 from ...analysis.rendering import Section
 from ...analysis.results import RunAnalysis, TeleopRunResult
-from ...analysis.tables import write_csv
+from ...analysis.tables import MISSING, median_of, sig, write_csv
 from ...analysis.teleop_run import analyse_teleop_run, step_deviation
 
 #: the teleop runs' columns of "Every loop run" (runs.csv)
 RUN_COLUMNS = ["run", "transport", "status", "where", "speed rise [s]", "heading rise [s]", "odom delay mean [ms]",
                "odom delay p99 [ms]", "command age mean [ms]"]
+
+
+TELEOP_HEADER = ["rank", "transport", "IAE vs local, speed + heading [s]", "speed [s]", "heading [s]",
+                 "odometry delay p50 / p99 [ms]", "command age mean [ms]", "verdict"]
+
+
+def decision_section(runs: list[RunAnalysis], descriptions: dict[str, str]) -> Section | None:
+    """The teleop trial's decision table: transports ranked by how far their speed and
+    heading steps stray from the trial run on the car (IAE vs local, summed)."""
+    good = [a for a in runs if a.teleop is not None and a.teleop.ok and a.status == "complete"]
+    local = next((a.teleop for a in good if a.teleop.local), None)
+    remote = [a for a in good if not a.teleop.local]
+    if not remote:
+        return None
+    section = Section("Decision table")
+    if local is None:
+        section.p("No local trial (on the car's host) to compare with: transports are ranked by the median "
+                  "odometry delay instead. " + RULES)
+    else:
+        section.p("Which transport keeps the teleoperated car closest to the trial run on the car itself: IAE of "
+                  "the normalised speed and heading steps against the local run, summed (median, min–max over "
+                  "the repetitions), each step's own median, the odometry's delay and the commands' age. " + RULES)
+    settings = list(dict.fromkeys(degradation.setting_of(a) for a in remote))
+    for setting in settings:
+        by: dict[str, list] = {}
+        for a in remote:
+            if degradation.setting_of(a) == setting:
+                by.setdefault(a.transport, []).append(a.teleop)
+        cands = []
+        for transport, trials in by.items():
+            speed = [step_deviation(t.speed, local.speed) for t in trials] if local else []
+            heading = [step_deviation(t.heading, local.heading) for t in trials] if local else []
+            values = [s + h for s, h in zip(speed, heading)] if local else [t.odom_delay["p50_ms"] for t in trials]
+            cands.append(Candidate(transport, values, cells=[
+                sig(median_of(speed)) if local else MISSING, sig(median_of(heading)) if local else MISSING,
+                pair(median_of(t.odom_delay["p50_ms"] for t in trials), median_of(t.odom_delay["p99_ms"] for t in trials)),
+                sig(median_of(t.command_age["mean_ms"] for t in trials))]))
+        if len(settings) > 1:
+            section.h(3, setting)
+        header = TELEOP_HEADER if local else TELEOP_HEADER[:2] + ["odometry delay p50 [ms]"] + TELEOP_HEADER[3:]
+        section.table(header, table_rows(rank(cands, "s" if local else "ms")))
+    return describe(section, descriptions, [a.transport for a in remote])
 
 
 class TeleopAnalysis(LoopAnalysis):
@@ -34,7 +77,7 @@ class TeleopAnalysis(LoopAnalysis):
         return a
 
     def decision(self, runs: list[RunAnalysis], ctx: ReportContext) -> Section | None:
-        return decision.teleop_section(runs, ctx.descriptions)
+        return decision_section(runs, ctx.descriptions)
 
     def sections(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[Section]:
         section = teleop_section([a.teleop for a in runs if a.teleop is not None], ctx.fig_dir)
