@@ -24,17 +24,22 @@ path (:meth:`FaultSchedule.end_all`): interfaces back up, stations back on the a
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .testbed.interfaces import rejoins
 
+if TYPE_CHECKING:   # pragma: no cover - annotations only
+    from .model import Fault
+    from .testbed.testbed import Testbed
+
 
 class FaultSchedule:
-    def __init__(self, faults: list, testbed, log=print):
+    def __init__(self, faults: "list[Fault]", testbed: "Testbed", log=print):
+        """``testbed``: the namespaces the faults act on (faults are refused on real machines)."""
         self.testbed, self.log = testbed, log
         #: (start, end, hosts, loss, kind) in seconds after start(), in order; hosts [] = every
         #: host; loss None = an outage
-        self.windows = sorted(((start, end, list(f.hosts), f.loss, getattr(f, "kind", "drop"))
+        self.windows = sorted(((start, end, list(f.hosts), f.loss, f.kind)
                                for f in faults for start, end in f.windows()), key=lambda w: w[:2])
         self.t0: float | None = None
         self.records: list[dict[str, Any]] = []
