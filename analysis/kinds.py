@@ -20,6 +20,11 @@ from .rendering import Section
 from .results import DirectionStats, RunAnalysis, RunPoint
 
 
+#: how a loop's one-way delays are measured (the start of a kind's :meth:`LoopAnalysis.reading_note`)
+LOOP_DELAYS = ("Loop delays are one-way, from the sender's publish to the receiver's callback (one shared clock "
+               "on one machine, or corrected by the measured clock offsets)")
+
+
 @dataclass
 class ReportContext:
     """What every kind's report part may use: where tables and figures go, the transports'
@@ -74,6 +79,10 @@ class LoopAnalysis:
     def directions(self, a: RunAnalysis) -> Iterator[tuple[str, DirectionStats]]:
         """(name, DirectionStats) of the loop's message streams in a run (the outage and clock tables)."""
         return iter(())
+
+    def reading_note(self) -> str | None:
+        """The kind's sentence on how to read its numbers, at the end of the report (None: none)."""
+        return None
 
     def round_trip_ms(self, a: RunAnalysis) -> float | None:
         """The loop's median round trip in a run [ms], read on one clock (None: not measured)."""

@@ -182,7 +182,8 @@ def write_report_document(path: Path) -> Document:
     doc.add(machines_section(analyses))
     doc.add(outages_section(usable))
     doc.add(ros2_section.section(usable))
-    doc.add(closing([table for kind, runs in kinds if (table := kind.run_table(runs))], excluded, broken, absent))
+    doc.add(closing([table for kind, runs in kinds if (table := kind.run_table(runs))], excluded, broken, absent,
+                    [note for kind, _ in kinds if (note := kind.reading_note())]))
     doc.add(decision.glossary_section())
     doc.write(path / "report.md", path / "report.html")
     return doc
@@ -246,9 +247,10 @@ def rerun_line(reruns: dict[str, int]) -> str:
 
 
 def closing(run_tables: list[tuple[list[str], list[list[Any]]]], excluded: list[RunAnalysis],
-            broken: list[RunAnalysis], absent: list[dict]) -> Section:
+            broken: list[RunAnalysis], absent: list[dict], notes: list[str] = ()) -> Section:
     """The runs left out, every loop run (``run_tables``: each loop kind's header and rows,
-    :meth:`LoopAnalysis.run_table`), the problems, and what the columns mean."""
+    :meth:`LoopAnalysis.run_table`), the problems, and what the columns mean (``notes``: the
+    loop kinds' sentences on their own numbers, :meth:`LoopAnalysis.reading_note`)."""
     section = Section()
     if excluded:
         section.p("**Excluded from the tables and figures above** (see Problems): " +
@@ -263,10 +265,9 @@ def closing(run_tables: list[tuple[list[str], list[list[Any]]]], excluded: list[
                    [f"`{c.get('run_id')}` ({c.get('status') or 'missing'}): listed in campaign.json, but its run "
                     f"directory is missing{': ' + str(c['error']) if c.get('error') else ''}" for c in absent],
                    "problems")
-    return section.p(
-        "Every term and unit is in the Glossary below. Loop delays are one-way, from the sender's publish to "
-        "the receiver's callback (one shared clock on one machine, or corrected by the measured clock "
-        "offsets); the RTT is read on the plant's clock. Flow tables follow the Pound paper's layout; the "
+    return section.p(" ".join([
+        "Every term and unit is in the Glossary below.", *notes,
+        "Flow tables follow the Pound paper's layout; the "
         "source period is the sender's own (its publish times, or a bag replay's packets on the sending "
         "host's interface): J_d = source period + the change of D, so std J_d can exceed 2 × std D only by "
-        "the source's jitter; a flow with several subscribers has one row per subscriber.")
+        "the source's jitter; a flow with several subscribers has one row per subscriber."]))

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from ...analysis import degradation, loop_sections, prediction, repeated_steps, step_report
 from ...analysis.decision import RULES, Candidate, describe, pair, rank, repetitions_text, table_rows
-from ...analysis.kinds import LoopAnalysis, ReportContext
+from ...analysis.kinds import LOOP_DELAYS, LoopAnalysis, ReportContext
 from ...analysis.loop_run import analyse_loop_run, load_loop_run
 from ...analysis.prediction import analyse_prediction
 from ...analysis.rendering import Section
@@ -208,6 +208,9 @@ class RlcAnalysis(LoopAnalysis):
             for name, d in (("y (plant → controller)", a.loop.sensor), ("u (controller → plant)", a.loop.actuation)):
                 if d is not None:
                     yield name, d
+
+    def reading_note(self) -> str:
+        return LOOP_DELAYS + "; the RTT is read on the plant's clock."
 
     def round_trip_ms(self, a: RunAnalysis) -> float | None:
         return ((a.loop.rtt or {}) if a.loop is not None else {}).get("p50_ms")

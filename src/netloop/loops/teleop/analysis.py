@@ -12,7 +12,7 @@ from typing import Any
 
 from ...analysis import degradation, plots
 from ...analysis.decision import RULES, Candidate, describe, pair, rank, table_rows
-from ...analysis.kinds import LoopAnalysis, ReportContext
+from ...analysis.kinds import LOOP_DELAYS, LoopAnalysis, ReportContext
 from ...analysis.rendering import Section
 from ...analysis.results import RunAnalysis, TeleopRunResult
 from ...analysis.tables import MISSING, median_of, sig, write_csv
@@ -94,6 +94,9 @@ class TeleopAnalysis(LoopAnalysis):
                               f"over {r.transport}", metric(r.speed, "RiseTime"), metric(r.heading, "RiseTime"),
                               (r.odom_delay or {}).get("mean_ms"), (r.odom_delay or {}).get("p99_ms"),
                               (r.command_age or {}).get("mean_ms")] for r in trials]
+
+    def reading_note(self) -> str:
+        return LOOP_DELAYS + "."
 
     def write_files(self, runs: list[RunAnalysis], ctx: ReportContext) -> None:
         """runs.csv: the teleop runs of "Every loop run"."""
