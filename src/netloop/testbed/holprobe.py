@@ -141,15 +141,13 @@ def run_case(tb, transport: str, bulk: bool = True, seconds: float = 10.0,
 
 
 def _ns3_node_stats(tb) -> list[dict] | None:
-    link = getattr(tb, "_link", None)
-    stats = getattr(link, "stats", None)
-    if stats is None:
+    if tb.profile.type != "ns3_wifi":
         return None
-    before = len(stats.stats())   # one fresh stats line (the emulator writes one a second)
+    before = len(tb.emulator_stats())   # one fresh stats line (the emulator writes one a second)
     deadline = time.monotonic() + 2.5
-    while len(stats.stats()) == before and time.monotonic() < deadline:
+    while len(tb.emulator_stats()) == before and time.monotonic() < deadline:
         time.sleep(0.05)
-    lines = stats.stats()
+    lines = tb.emulator_stats()
     nodes = lines[-1].get("nodes") if lines else None   # ns-3's per-device lines only
     return nodes if nodes and "small_arrivals" in nodes[0] else None
 

@@ -145,6 +145,10 @@ class Link:
         """Stations leaving and rejoining the network (emulated Wi-Fi only); none here."""
         return []
 
+    def stats_file(self) -> Path | None:
+        """The file the emulator writes its statistics lines to; None without an emulator."""
+        return None
+
     def shape(self, host: str) -> None:
         """Set up ``host``'s egress queueing on net0 (default: the kernel's own qdisc)."""
 

@@ -152,6 +152,9 @@ class TapLink(Link):
     def emulator_stats(self) -> list[dict]:
         return self.stats.stats() if self.stats is not None else []
 
+    def stats_file(self) -> Path | None:
+        return self.stats_path
+
     def env(self) -> dict:
         return dict(os.environ)
 

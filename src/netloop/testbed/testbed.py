@@ -168,8 +168,12 @@ class Testbed(Hosts):
     def station_events(self) -> list[dict]:
         """The Wi-Fi emulator's "station" lines (a station leaving, rejoining, associating), each
         with its ``host``; [] on other links."""
-        events = getattr(self._link, "station_events", None)
-        return events() if events is not None and self._link.ctx is not None else []
+        return self._link.station_events() if self._link.ctx is not None else []
+
+    def emulator_stats(self) -> list[dict]:
+        """The link emulator's statistics lines so far ("stats" and "final"); [] without an
+        emulator (loopback, ethernet) or before :meth:`up`."""
+        return self._link.emulator_stats() if self._is_up else []
 
     def set_loss(self, host: str | None, probability: float) -> None:
         """A loss burst (``probability`` > 0) on what ``host`` sends (None: every host), or its
@@ -233,8 +237,8 @@ class Testbed(Hosts):
             ctx = LinkContext(self.id, {h: self._netns[h] for h in self.hosts},
                               self._netns.get("link"), self._work_dir, self._record_pid)
             self._link.up(ctx)
-            if getattr(self._link, "stats_path", None):
-                self._record["stats"] = str(self._link.stats_path)
+            if self._link.stats_file() is not None:
+                self._record["stats"] = str(self._link.stats_file())
                 state.save(self._record)
         except BaseException:
             self._is_up = True  # so down() does its whole job
