@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .analysis.commands import register as register_analysis  # netloop compare, netloop plot
     register_analysis(sub)
 
-    from .machines import register as register_fetch  # netloop fetch RUN_DIR
+    from .records_home import register as register_fetch  # netloop fetch RUN_DIR
     register_fetch(sub)
     return parser
 

@@ -16,7 +16,7 @@ from .experiment_checks import (check_faults, check_host_computers, check_instan
                                 check_per_robot, check_ros2, check_transport_options)
 from .flows import check_flows, link_bits_per_second
 from .loops import get_loop_kind
-from .machines import load_machines
+from .hosts_file import load_machines
 from .model import Experiment, RunSpec
 from .schema import Collector, ConfigError, load_config_file, to_dict, validate
 from .sweep import ZIP, Cell, check_sweep, set_path, sweep_combinations, with_settings

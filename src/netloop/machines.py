@@ -54,13 +54,11 @@ from typing import Any
 from . import clocksync, machine_check, machine_readiness, paths, records_home
 from .hosts import Hosts, read_here
 from .hosts_file import AFTER_DRIVER_S, Machine, Machines, load_machines
-from .records_home import fetch_again, register   # noqa: F401 - netloop fetch (cli.py registers it from here)
 from .schema import ConfigError
 from .machine_readiness import STALE_WAIT_S
 from .ssh import SSH_LOST, RealHostsError, SshPool, destination, ssh_argv, ssh_problem
 
-__all__ = ["RealHosts", "RealHostsError", "SSH_LOST", "clean_stale_machines", "fetch_again", "load_machines",
-           "register", "ssh_argv"]
+__all__ = ["RealHosts", "RealHostsError", "SSH_LOST", "clean_stale_machines", "load_machines", "ssh_argv"]
 
 #: environment variables of a node that are passed to its machine (the rest comes from the
 #: machine's own checkout: scripts/env.sh)

@@ -239,7 +239,7 @@ class Experiment:
         real machines named so."""
         from .testbed.links import robot_names, robot_number  # noqa: PLC0415
         if self.machines:
-            from .machines import load_machines  # noqa: PLC0415
+            from .hosts_file import load_machines  # noqa: PLC0415
             try:
                 return [h for h in load_machines(self.machines).hosts if robot_number(h)]
             except Exception:  # noqa: BLE001 - a hosts file from elsewhere: the robot alone
