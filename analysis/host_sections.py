@@ -16,16 +16,16 @@ from .tables import median_of
 def cpu_section(runs: list[RunAnalysis]) -> Section | None:
     """The CPU each host's processes used, per setting and transport (median over the
     repetitions), as a share of one core: where a host runs out of CPU before the link fills."""
-    runs = [a for a in runs if a.meta.get("cpu")]
+    runs = [a for a in runs if a.meta.cpu]
     if not runs:
         return None
-    hosts = list(dict.fromkeys(h for a in runs for h in a.meta["cpu"]))
+    hosts = list(dict.fromkeys(h for a in runs for h in a.meta.cpu))
     swept = len({degradation.setting_of(a) for a in runs}) > 1
     groups: dict[tuple[str, str], list[RunAnalysis]] = {}
     for a in runs:
         groups.setdefault((degradation.setting_of(a), a.transport), []).append(a)
     rows = [([setting] if swept else []) + [transport, len(rs)] +
-            [median_of(100 * (a.meta["cpu"].get(h) or {}).get("core_share", math.nan) for a in rs) for h in hosts]
+            [median_of(100 * (a.meta.cpu.get(h) or {}).get("core_share", math.nan) for a in rs) for h in hosts]
             for (setting, transport), rs in groups.items()]
     if swept:
         rank = flow_sections.setting_rank(runs)
@@ -82,11 +82,11 @@ def outages_section(runs: list[RunAnalysis]) -> Section | None:
     """Runs with link outages or loss bursts (``faults:``): per transport and stream, how long
     after the link came back the first message arrived and what was lost (the Pound paper's
     Table V); for loss bursts, the share of the messages sent during them that was lost."""
-    runs = [a for a in runs if a.meta.get("faults")]
+    runs = [a for a in runs if a.meta.faults]
     if not runs:
         return None
     groups = _fault_groups(runs)
-    windows = runs[0].meta["faults"]
+    windows = runs[0].meta.faults
     bursts = [w for w in windows if w.get("loss") is not None]
     section = Section("Link outages: recovery" if not bursts else
                       "Link outages and loss bursts" if len(bursts) < len(windows) else "Loss bursts")
@@ -137,11 +137,11 @@ def _clock(m: dict | None) -> str | None:
 def machines_section(runs: list[RunAnalysis]) -> Section | None:
     """Runs on real machines: what each machine was, its clock against this one before and
     after each run, whether its records came home, and how well each one-way delay is known."""
-    runs = [a for a in runs if (a.meta.get("link") or {}).get("type") == "real"]
+    runs = [a for a in runs if a.meta.link.get("type") == "real"]
     if not runs:
         return None
     section = Section("Machines and clocks")
-    link = runs[0].meta["link"]
+    link = runs[0].meta.link
     section.p("The hosts were real machines (" + (link.get("description") or "a hosts file") + "): nothing was "
               "emulated. One-way delays are corrected by each machine's clock offset against the operator's, "
               "measured NTP-style over the same network before and after every run and interpolated over it; "
@@ -158,7 +158,7 @@ def machines_section(runs: list[RunAnalysis]) -> Section | None:
     section.ul(described + [f"warning: {w}" for w in link.get("warnings", [])])
     rows = []
     for a in runs:
-        mlink = a.meta["link"]
+        mlink = a.meta.link
         for host, c in (mlink.get("clocks") or {}).items():
             home = (mlink.get("records_home") or {}).get(host)
             rows.append([a.run_id, host, _clock(c.get("before")), _clock(c.get("after")), c.get("drift_ppm"),
@@ -170,7 +170,7 @@ def machines_section(runs: list[RunAnalysis]) -> Section | None:
             ok = clocks.trusted(a.meta, d[1], d[0])
             rows.append([a.run_id, name, d[0], d[1], "corrected D" if ok else fallback])
     if rows:
-        fraction = runs[0].meta["link"].get("clock_max_uncertainty", 0.1)
+        fraction = runs[0].meta.link.get("clock_max_uncertainty", 0.1)
         section.p(f"One-way delays (median) and their clock uncertainty. Where the uncertainty is more than "
                   f"{fraction:.0%} of the delay (`clock_max_uncertainty` of the hosts file), the corrected one-way "
                   f"delay is not to be trusted and the round trip, read on one clock, is the measurement: the "

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..loops import loop_analysis, loop_kind_names
+from ..run_files import RunRecord
 from . import decision
-from .loop_run import transport_of
 from .rendering import Section
 from .results import DirectionStats, RunAnalysis, RunPoint
 
@@ -43,13 +43,11 @@ class LoopAnalysis:
 
     name = "none"
 
-    def analyse_run(self, run_dir: Path, meta: dict[str, Any]) -> RunAnalysis:
+    def analyse_run(self, run_dir: Path, meta: RunRecord) -> RunAnalysis:
         """The kind's own analysis of one run whose metadata.json (already read and checked)
         is ``meta``; the report adds the flows."""
-        exp = meta.get("experiment") or {}
-        return RunAnalysis(run_id=meta.get("run_id") or Path(run_dir).name, transport=transport_of(meta),
-                           status=str(meta.get("status", "unknown")), loop_type=self.name, cell=exp.get("cell"),
-                           meta=meta)
+        return RunAnalysis(run_id=meta.run_id or Path(run_dir).name, transport=meta.transport_name,
+                           status=meta.status or "unknown", loop_type=self.name, cell=meta.cell, meta=meta)
 
     def summary(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[str]:
         """The kind's sentences of the report's Summary."""

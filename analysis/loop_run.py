@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..rundir import MetadataError, RunDir, status_problem
+from ..rundir import RunDir
+from ..run_files import MetadataError, RunRecord
 from . import baseline, clocks, metrics, outages, repeated_steps
 from .records import Events, RecordError, read_events
 from .results import DirectionStats, LoopRunResult
@@ -23,7 +24,7 @@ from .results import DirectionStats, LoopRunResult
 @dataclass
 class LoopRun:
     run_dir: Path
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: RunRecord = field(default_factory=RunRecord)
     plant: Events | None = None
     controller: Events | None = None
     problems: list[str] = field(default_factory=list)
@@ -31,39 +32,32 @@ class LoopRun:
 
     @property
     def run_id(self) -> str:
-        return self.meta.get("run_id") or self.run_dir.name
+        return self.meta.run_id or self.run_dir.name
 
     @property
     def transport(self) -> str:
-        return transport_of(self.meta)
+        return self.meta.transport_name
 
     @property
     def status(self) -> str:
-        return str(self.meta.get("status", "unknown"))
+        return self.meta.status or "unknown"
 
     @property
     def experiment(self) -> dict[str, Any]:
-        return self.meta.get("experiment") or {}
+        return self.meta.experiment
 
 
-def transport_of(meta: dict[str, Any]) -> str:
-    """The transport a run's metadata names ("?" when it names none)."""
-    exp = meta.get("experiment") or {}
-    return str(exp.get("transport") or (meta.get("transport") or {}).get("name") or "?")
-
-
-def read_run_metadata(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
-    """A run's metadata ({} when it cannot be used) and its problems: the file's (missing,
-    unreadable, another format) or its status's (killed, failed)."""
+def read_run_metadata(run_dir: Path) -> tuple[RunRecord, list[str]]:
+    """A run's metadata (the empty record when it cannot be used) and its problems: the file's
+    (missing, unreadable, another format) or its status's (killed, failed)."""
     try:
-        meta = RunDir(run_dir).read_metadata()
+        meta = RunDir(run_dir).load_metadata()
     except MetadataError as err:
-        return {}, [err.problem]
-    problem = status_problem(meta)
-    return meta, [problem] if problem else []
+        return RunRecord(), [err.problem]
+    return meta, [meta.problem] if meta.problem else []
 
 
-def load_loop_run(run_dir: str | Path, meta: dict[str, Any] | None = None, robot: str | None = None) -> LoopRun:
+def load_loop_run(run_dir: str | Path, meta: RunRecord | None = None, robot: str | None = None) -> LoopRun:
     """The run's metadata and the loop's records (with ``robot``: that robot's loop of a
     ``per_robot`` run, records ``plant_<robot>.csv``...). ``meta`` given: the caller read (and
     checked) the metadata; else it is read here and its problems are the run's."""
@@ -94,17 +88,17 @@ def _one_way(tx: Events, rx: Events) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return delays, np.array([s / 1e9 for s, _ in pairs]), rx.recv_ns / 1e9
 
 
-def direction_stats(tx: Events, rx: Events, meta: dict[str, Any] | None = None,
+def direction_stats(tx: Events, rx: Events, meta: RunRecord | None = None,
                     hosts: tuple[str, str] | None = None) -> DirectionStats:
     """Delivery, delay and period of one direction; on real machines (``meta``'s clocks) the
     delays from ``hosts[0]`` to ``hosts[1]`` corrected for the clock offsets."""
     delays, sent_s, arrivals = _one_way(tx, rx)
     uncertainty = None
-    correction = clocks.correct(meta, *hosts, sent_s, delays) if meta and hosts else None
+    correction = clocks.correct(meta, *hosts, sent_s, delays) if meta is not None and hosts else None
     if correction is not None:
         delays, uncertainty = correction.delays, round(correction.uncertainty_s * 1e3, 4)
     received = set(rx.seq.tolist())
-    lost_or_not = outages.per_outage(meta or {}, tx.stamp_ns / 1e9, np.array([s in received for s in tx.seq.tolist()]),
+    lost_or_not = outages.per_outage(meta or RunRecord(), tx.stamp_ns / 1e9, np.array([s in received for s in tx.seq.tolist()]),
                                      arrivals)
     return DirectionStats(sent=len(tx), received=len(rx), MDR=metrics.delivery_ratio(tx.seq, rx.seq),
                           delay=metrics.delay_stats(delays), period=metrics.period_stats(arrivals),
@@ -153,7 +147,7 @@ def analyse_loop_run(run: LoopRun) -> LoopRunResult:
     out.outage_windows_s = [[round(s - t0, 3), round(e - t0, 3)] for s, e in outages.windows(run.meta)]
     out.fault_kinds = outages.kinds(run.meta)
     out.sampling = metrics.period_stats(y_tx.stamp_ns / 1e9)
-    out.negotiated_transport = run.meta.get("negotiated_transport", {})
+    out.negotiated_transport = run.meta.negotiated_transport
     out.delta_IAE = tracking["IAE"] - base_tracking["IAE"]
     out.delta_overshoot_pp = step["Overshoot"] - base_step["Overshoot"]
     out.delta_settling_s = step["SettlingTime"] - base_step["SettlingTime"]

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..loops import loop_analysis, loop_kind_names, loop_type_of
-from ..run_files import RunFileError, has_campaign, load_campaign, save_analysis
+from ..run_files import RunFileError, RunRecord, has_campaign, load_campaign, save_analysis
 from ..rundir import RunDir, invalid_attempts
 from . import decision, flow_sections, ros2_section
 from .flow_run import analyse_flow_receivers, recorded_flows
@@ -153,9 +153,9 @@ def write_report_document(path: Path) -> Document:
     save_analysis(path, [a.to_json(points.get(a.run_id)) for a in analyses])
 
     doc = Document(f"netloop report: {path.name}", base=path)
-    meta = next((a.meta for a in analyses if a.meta), {})
+    meta = next((a.meta for a in analyses if not a.meta.empty), RunRecord())
     reruns = {d.name: n for d in run_dirs if (n := len(invalid_attempts(path, d.name)))}
-    doc.add(opening(meta, campaign_exp or meta.get("experiment") or {}, analyses, absent, reruns))
+    doc.add(opening(meta, campaign_exp or meta.experiment, analyses, absent, reruns))
     summary = [s for kind, runs in kinds for s in kind.summary(runs, ctx)]
     if broken or absent:
         summary.append(f"{len(broken) + len(absent)} run(s) have problems (see Problems)"
@@ -189,32 +189,32 @@ def write_report_document(path: Path) -> Document:
     return doc
 
 
-def _capacity(meta: dict[str, Any]) -> float | None:
+def _capacity(meta: RunRecord) -> float | None:
     """The link's nominal capacity [Mbit/s] as the run recorded it (metadata.json ->
     link.capacity_mbit); None when it has none (loopback, real machines) or the run directory
     is older than the record (:func:`_capacity_unknown`)."""
-    value = (meta.get("link") or {}).get("capacity_mbit")
+    value = meta.link.get("capacity_mbit")
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _capacity_unknown(meta: dict[str, Any]) -> bool:
+def _capacity_unknown(meta: RunRecord) -> bool:
     """An emulated link whose run directory does not record its capacity (written before
     link.capacity_mbit was); loopback and real machines have none to record."""
-    link = meta.get("link") or {}
+    link = meta.link
     return bool(link.get("params")) and "capacity_mbit" not in link and link.get("type") not in ("real", "loopback")
 
 
-def opening(meta: dict[str, Any], exp: dict[str, Any], analyses: list[RunAnalysis], absent: list[dict],
+def opening(meta: RunRecord, exp: dict[str, Any], analyses: list[RunAnalysis], absent: list[dict],
             reruns: dict[str, int] | None = None) -> Section:
     """What was run: experiment, link, sweep, repetitions, revision and host, run count, and
     ``reruns`` (run id -> attempts judged invalid and run again)."""
     section = Section()
-    if not meta:
+    if meta.empty:
         return section
-    link = meta.get("link") or {}
+    link = meta.link
     params = link.get("params") or {}
     sweep = exp.get("sweep") or {}
-    git, host = meta.get("git") or {}, meta.get("host") or {}
+    git, host = meta.git, meta.host
     return section.ul([
         f"experiment: **{exp.get('name', '?')}** — {exp.get('description', '')}".rstrip(" —"),
         f"link: `{link.get('profile', exp.get('link', '?'))}`"
@@ -232,8 +232,8 @@ def opening(meta: dict[str, Any], exp: dict[str, Any], analyses: list[RunAnalysi
 
 def _dates(analyses: list[RunAnalysis]) -> str:
     """"; run on <first day>[ to <last day>]" from the runs' start times ("" when unknown)."""
-    days = sorted({str(a.meta.get("start_time"))[:10] for a in analyses
-                   if isinstance(a.meta.get("start_time"), str) and len(a.meta["start_time"]) >= 10})
+    days = sorted({a.meta.start_time[:10] for a in analyses
+                   if isinstance(a.meta.start_time, str) and len(a.meta.start_time) >= 10})
     if not days:
         return ""
     return f"; run on {days[0]}" + (f" to {days[-1]}" if days[-1] != days[0] else "")

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..run_files import RunRecord
+
 NOT_IN_JSON = {"not_in_json": True}   # time series and the raw metadata: not written to analysis.json
 OPTIONAL = {"optional": True}          # left out of analysis.json while None
 
@@ -294,12 +296,12 @@ class RunAnalysis(Result):
     flows: list[FlowResult] = field(default_factory=list)
     #: loop.per_robot: every robot's loop, by robot (``loop`` is the first robot's)
     robot_loops: dict[str, LoopRunResult] = field(default_factory=dict)
-    meta: dict[str, Any] = series(dict)       # the run's metadata.json ({} when unusable)
+    meta: RunRecord = series(RunRecord)       # the run's metadata.json (the empty record when unusable)
 
     @property
     def experiment(self) -> dict[str, Any]:
         """The experiment as the run recorded it ({} when unknown)."""
-        return self.meta.get("experiment") or {}
+        return self.meta.experiment
 
     @property
     def ok(self) -> bool:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..rundir import RunDir
+from ..run_files import RunRecord
 from . import clocks, metrics
-from .loop_run import read_run_metadata, transport_of
+from .loop_run import read_run_metadata
 from .records import Events, RecordError, read_events
 from .results import StepResponse, TeleopRunResult
 
@@ -42,7 +42,7 @@ def _step(ev, ref_topic: str, topic: str, t_end_ns: int | None) -> StepResponse 
     return StepResponse(t=t.tolist(), y=y.tolist(), step=float(size), metrics=metrics.step_metrics(t, y, yfinal=1.0))
 
 
-def _odometry_on_trial_clock(ev: Events, meta: dict[str, Any], car: str, trial: str) -> Events:
+def _odometry_on_trial_clock(ev: Events, meta: RunRecord, car: str, trial: str) -> Events:
     """On real machines the odometry's stamps are the car's clock: moved onto the trial's
     (analysis.clocks), so the steps are timed and the delays read on one clock."""
     between = clocks.offset_between(meta, car, trial, ev.stamp_ns / 1e9)
@@ -54,16 +54,16 @@ def _odometry_on_trial_clock(ev: Events, meta: dict[str, Any], car: str, trial: 
     return dataclasses.replace(ev, stamp_ns=stamp, answer_stamp_ns=answer)
 
 
-def analyse_teleop_run(run_dir: Path, meta: dict[str, Any] | None = None) -> TeleopRunResult:
+def analyse_teleop_run(run_dir: Path, meta: RunRecord | None = None) -> TeleopRunResult:
     """The trial's steps and delays of one teleop run. ``meta`` given: the caller read (and
     checked) the metadata; else it is read here and its problems are the run's."""
     run_dir = Path(run_dir)
     problems: list[str] = []
     if meta is None:
         meta, problems = read_run_metadata(run_dir)
-    placement = ((meta.get("experiment") or {}).get("loop") or {}).get("placement") or {}
-    out = TeleopRunResult(run_dir=str(run_dir), run_id=meta.get("run_id", run_dir.name),
-                          status=meta.get("status", "unknown"), transport=transport_of(meta),
+    placement = (meta.experiment.get("loop") or {}).get("placement") or {}
+    out = TeleopRunResult(run_dir=str(run_dir), run_id=meta.run_id or run_dir.name,
+                          status=meta.status or "unknown", transport=meta.transport_name,
                           local=placement.get("trial") == placement.get("car"), problems=problems)
     try:
         ev = read_events(RunDir(run_dir).record("trial"))

@@ -88,7 +88,7 @@ def test_offered_load_and_the_hosts_cpu(swept):
     assert [r.split(" | ")[0] for r in rows] == [f"| size_bytes={s}" for s in SIZES]
     for run_dir in sorted((swept / "runs").iterdir()):
         a = analyse_run(run_dir)
-        robot = a.meta["cpu"]["robot"]
+        robot = a.meta.cpu["robot"]
         assert set(robot["processes"]) == {"flow_data_source", "flow_ping_source", "flow_ping_sink"}
         assert 0 < robot["cpu_seconds"] == pytest.approx(sum(robot["processes"].values()), abs=0.01)
 

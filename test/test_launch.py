@@ -7,6 +7,7 @@ from netloop import rosenv
 from netloop.analysis.loop_run import LoopRun, analyse_loop_run
 from netloop.analysis.records import read_events
 from netloop.experiment import expand, for_cell, validate_experiment
+from netloop.run_files import RunRecord
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +27,7 @@ def test_launch_file_runs_the_loop(roscore, tmp_path, transport):
     assert launch.popen.wait(timeout=90) == 0, launch.log_path.read_text()[-2000:]
     log = launch.log_path.read_text()
     assert f"u over {transport}" in log and f"y over {transport}" in log
-    run = LoopRun(tmp_path, meta={"experiment": _one_run(transport)},
+    run = LoopRun(tmp_path, meta=RunRecord(experiment=_one_run(transport)),
                   plant=read_events(tmp_path / "rec" / "plant.csv"),
                   controller=read_events(tmp_path / "rec" / "controller.csv"))
     a = analyse_loop_run(run)

@@ -190,6 +190,11 @@ class RunRecord:
                 self.extra[key] = value
 
     @property
+    def empty(self) -> bool:
+        """Nothing recorded (the record of an unusable or empty metadata.json)."""
+        return self == RunRecord()
+
+    @property
     def transport_name(self) -> str:
         """The transport the run's cell named ("?" when none is recorded)."""
         return str(self.experiment.get("transport") or self.transport.get("name") or "?")

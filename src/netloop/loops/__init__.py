@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
+
+if TYPE_CHECKING:
+    from ..run_files import RunRecord
 
 #: a side of a kind: "package.module:attribute" imported when first used, or the class itself
 Side = Union[str, Callable[[], Any]]
@@ -86,9 +89,9 @@ def loop_analysis(name: str) -> Any:
     return _load(loop_kind_entry(name).analysis)()
 
 
-def loop_type_of(meta: dict[str, Any]) -> str:
+def loop_type_of(meta: RunRecord) -> str:
     """The loop type a run's metadata.json records (:data:`DEFAULT_LOOP_TYPE` when it names none)."""
-    return str(((meta.get("experiment") or {}).get("loop") or {}).get("type") or DEFAULT_LOOP_TYPE)
+    return str(meta.loop_type or DEFAULT_LOOP_TYPE)
 
 
 def __getattr__(name: str) -> Any:

@@ -25,6 +25,7 @@ from ...analysis.prediction import analyse_prediction
 from ...analysis.rendering import Section
 from ...analysis.results import DirectionStats, RunAnalysis, RunPoint
 from ...analysis.tables import percent_text, sig, write_csv
+from ...run_files import RunRecord
 from ...jsonio import write_json_atomic
 
 #: transports whose nodes, though under one master per host, connect to each other directly
@@ -138,9 +139,9 @@ class RlcAnalysis(LoopAnalysis):
 
     name = "rlc"
 
-    def analyse_run(self, run_dir: Path, meta: dict[str, Any]) -> RunAnalysis:
+    def analyse_run(self, run_dir: Path, meta: RunRecord) -> RunAnalysis:
         a = super().analyse_run(run_dir, meta)
-        robots = (meta.get("loop") or {}).get("robots") or [None]   # per_robot: one loop per robot
+        robots = meta.loop.get("robots") or [None]   # per_robot: one loop per robot
         for robot in robots:
             one = load_loop_run(run_dir, meta, robot)
             result = analyse_loop_run(one)
@@ -151,7 +152,7 @@ class RlcAnalysis(LoopAnalysis):
                 run, a.loop = one, result
         if not a.robot_loops:
             a.add_problems(a.loop.problems)
-        if meta and not meta.get("experiment"):
+        if not meta.empty and not meta.experiment:
             a.add_problems(["metadata.json has no experiment configuration"])
         if a.loop.ok:
             a.prediction = analyse_prediction(run)

@@ -17,6 +17,7 @@ from ...analysis.rendering import Section
 from ...analysis.results import RunAnalysis, TeleopRunResult
 from ...analysis.tables import MISSING, median_of, sig, write_csv
 from ...analysis.teleop_run import analyse_teleop_run, step_deviation
+from ...run_files import RunRecord
 
 #: the teleop runs' columns of "Every loop run" (runs.csv)
 RUN_COLUMNS = ["run", "transport", "status", "where", "speed rise [s]", "heading rise [s]", "odom delay mean [ms]",
@@ -70,7 +71,7 @@ class TeleopAnalysis(LoopAnalysis):
 
     name = "teleop"
 
-    def analyse_run(self, run_dir: Path, meta: dict[str, Any]) -> RunAnalysis:
+    def analyse_run(self, run_dir: Path, meta: RunRecord) -> RunAnalysis:
         a = super().analyse_run(run_dir, meta)
         a.teleop = analyse_teleop_run(run_dir, meta)
         a.add_problems(a.teleop.problems)
