@@ -8,7 +8,9 @@ find_package(fastcdr QUIET)
 find_package(fastrtps QUIET)
 
 add_library(netloop_ros2 SHARED
-  src/ros2/cdr.cpp
+  src/ros2/cdr_definition.cpp
+  src/ros2/cdr_encode.cpp
+  src/ros2/cdr_decode.cpp
   src/ros2/names.cpp
   src/ros2/qos.cpp
   src/ros2/factory.cpp)
@@ -17,7 +19,8 @@ target_link_libraries(netloop_ros2 pthread)
 set(NETLOOP_ROS2_MIDDLEWARES "")
 
 if(TARGET CycloneDDS::ddsc)
-  target_sources(netloop_ros2 PRIVATE src/ros2/cyclonedds.cpp)
+  target_sources(netloop_ros2 PRIVATE src/ros2/cyclonedds.cpp src/ros2/cyclonedds_sertype.cpp
+    src/ros2/cyclonedds_endpoints.cpp)
   target_link_libraries(netloop_ros2 CycloneDDS::ddsc)
   list(APPEND NETLOOP_ROS2_MIDDLEWARES cyclonedds)
   target_compile_definitions(netloop_ros2 PUBLIC NETLOOP_ROS2_HAVE_CYCLONEDDS=1)

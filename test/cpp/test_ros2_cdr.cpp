@@ -1,4 +1,4 @@
-// ROS 1 <-> ROS 2 CDR conversion (src/ros2/cdr.cpp): byte layouts computed by hand, round trips
+// ROS 1 <-> ROS 2 CDR conversion (src/ros2/cdr_*.cpp): byte layouts computed by hand, round trips
 // of real messages serialized by roscpp, bad inputs; ROS 2 names and QoS words.
 #include <gtest/gtest.h>
 #include <ros/serialization.h>

@@ -44,7 +44,7 @@ class MessageLayout {
   ~MessageLayout();
   struct Impl;
   explicit MessageLayout(std::unique_ptr<Impl> impl);
-  /// The parsed types (defined in src/ros2/cdr.cpp; used by the converters).
+  /// The parsed types (defined in src/ros2/cdr_layout.h; used by the converters).
   const Impl& impl() const { return *impl_; }
 
  private:
