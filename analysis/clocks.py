@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..clocksync import offset_at
-from ..run_files import RunRecord, as_record
+from ..run_files import RunRecord
 
 
 @dataclass
@@ -29,13 +29,13 @@ class Correction:
     uncertainty_s: float          # the correction is known to within this
 
 
-def clocks_of(meta: RunRecord | dict) -> dict[str, dict] | None:
+def clocks_of(meta: RunRecord) -> dict[str, dict] | None:
     """Per host its clock measurements, for a run on real machines; None on one clock."""
-    link = as_record(meta).link
+    link = meta.link
     return link.get("clocks") if link.get("type") == "real" else None
 
 
-def offset_between(meta: RunRecord | dict, from_host: str, to_host: str,
+def offset_between(meta: RunRecord, from_host: str, to_host: str,
                    t_s: np.ndarray) -> tuple[np.ndarray, float] | None:
     """(``to_host``'s clock minus ``from_host``'s at each time ``t_s`` [s], its uncertainty
     [s]); a stamp made on ``from_host`` plus this is the same instant on ``to_host``'s clock.
@@ -56,7 +56,7 @@ def offset_between(meta: RunRecord | dict, from_host: str, to_host: str,
     return shifts, uncertainty
 
 
-def correct(meta: RunRecord | dict, from_host: str, to_host: str, sent_s: np.ndarray,
+def correct(meta: RunRecord, from_host: str, to_host: str, sent_s: np.ndarray,
             delays: np.ndarray) -> Correction | None:
     """``delays`` (receive time on ``to_host``'s clock minus send stamp on ``from_host``'s, at
     send times ``sent_s``) on one clock; None when the run had one clock (nothing to correct)."""
@@ -67,9 +67,9 @@ def correct(meta: RunRecord | dict, from_host: str, to_host: str, sent_s: np.nda
     return Correction(np.asarray(delays, float) - shifts, uncertainty)
 
 
-def trusted(meta: RunRecord | dict, uncertainty_ms: float, median_ms: float) -> bool:
+def trusted(meta: RunRecord, uncertainty_ms: float, median_ms: float) -> bool:
     """Whether a corrected one-way delay of median ``median_ms`` is known well enough: its clock
     uncertainty at most the hosts file's ``clock_max_uncertainty`` of it (else the report
     falls back to the round trip, read on one clock)."""
-    fraction = float(as_record(meta).link.get("clock_max_uncertainty", 0.1))
+    fraction = float(meta.link.get("clock_max_uncertainty", 0.1))
     return uncertainty_ms <= fraction * abs(median_ms)

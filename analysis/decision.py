@@ -20,7 +20,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..run_files import as_record
 from . import degradation, glossary
 from .rendering import Section
 from .results import FlowResult, RunAnalysis
@@ -197,7 +196,7 @@ def transport_descriptions(runs: list[RunAnalysis]) -> dict[str, str]:
     transport.description); a transport whose runs recorded none is not described."""
     out: dict[str, str] = {}
     for a in runs:
-        text = as_record(a.meta).transport.get("description")
+        text = a.meta.transport.get("description")
         if text and a.transport not in out:
             out[a.transport] = text
     return out

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model import Flow, RunSpec
-from ..run_files import MetadataError, RunRecord, as_record
+from ..run_files import MetadataError, RunRecord
 from ..rundir import RunDir, sink_names
 from ..schema import ConfigError
 from . import clocks, metrics, outages
@@ -50,10 +50,10 @@ class RecordedFlow:
     per_robot: bool = False       # the replicas are the entry on each robot (per_robot)
 
 
-def recorded_flows(meta: RunRecord | dict) -> tuple[list[RecordedFlow], list[str]]:
+def recorded_flows(meta: RunRecord) -> tuple[list[RecordedFlow], list[str]]:
     """The flows a run started (typed, replicas expanded) from its metadata, and the problems
     of a recorded experiment that does not fit the model (then no flow)."""
-    doc = as_record(meta).experiment
+    doc = meta.experiment
     if not doc or not doc.get("flows"):
         return [], []
     try:

@@ -29,19 +29,19 @@ from typing import Any
 
 import numpy as np
 
-from ..run_files import RunRecord, as_record
+from ..run_files import RunRecord
 
 
-def windows(meta: RunRecord | dict) -> list[tuple[float, float]]:
+def windows(meta: RunRecord) -> list[tuple[float, float]]:
     """(start, end) in seconds since the epoch of every outage (or loss burst) of a run that ended."""
     return [(f["start"], f["end"]) for f in _ended(meta)]
 
 
-def _ended(meta: RunRecord | dict) -> list[dict[str, Any]]:
-    return [f for f in as_record(meta).faults if f.get("end") is not None]
+def _ended(meta: RunRecord) -> list[dict[str, Any]]:
+    return [f for f in meta.faults if f.get("end") is not None]
 
 
-def kinds(meta: RunRecord | dict) -> list[str]:
+def kinds(meta: RunRecord) -> list[str]:
     """'outage' or 'loss burst' for every window of :func:`windows`, in order."""
     return [kind(f.get("loss")) for f in _ended(meta)]
 
@@ -51,7 +51,7 @@ def kind(loss: float | None) -> str:
     return "outage" if loss is None else "loss burst"
 
 
-def per_outage(meta: RunRecord | dict, sent_s: np.ndarray, arrived: np.ndarray,
+def per_outage(meta: RunRecord, sent_s: np.ndarray, arrived: np.ndarray,
                arrivals_s: np.ndarray) -> list[dict[str, Any]]:
     """One entry per outage: recovery_ms, lost, late. ``sent_s``: send time of every message
     sent; ``arrived``: whether each of them arrived; ``arrivals_s``: every arrival time."""

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..run_files import RunRecord, as_record
+from ..run_files import RunRecord
 from . import metrics
 
 CONFIDENCE = 0.95
@@ -46,12 +46,12 @@ BEST, SAME = "best", "not a clear difference"
 
 # -- the run's schedule ---------------------------------------------------------------------------
 
-def run_schedule(meta: RunRecord | dict, run_dir: Path) -> list[tuple[int, float]] | None:
+def run_schedule(meta: RunRecord, run_dir: Path) -> list[tuple[int, float]] | None:
     """A square-wave run's reference schedule [(k, level)]: as its records/reference.json
     recorded it, else computed from its metadata (seed, repetition); None for a single step."""
     from netloop import reference  # noqa: PLC0415 - the run side's one definition
 
-    exp = as_record(meta).experiment
+    exp = meta.experiment
     loop = exp.get("loop") or {}
     wave = (loop.get("controller") or {}).get("square_wave") or {}
     if not wave.get("count"):
@@ -63,19 +63,16 @@ def run_schedule(meta: RunRecord | dict, run_dir: Path) -> list[tuple[int, float
         return reference.loop_schedule(loop, int(exp.get("repetition") or 0))
 
 
-def attach_schedule(meta: RunRecord | dict, run_dir: Path) -> RunRecord | dict:
+def attach_schedule(meta: RunRecord, run_dir: Path) -> RunRecord:
     """The run's metadata with its schedule in the experiment's loop (``reference_schedule``),
-    where the baseline (:func:`baseline.law_from_config`) and the replays find it: a copy of the
-    same kind (a record, or a metadata.json document), ``meta`` itself unchanged (it stays what
-    the model validates); ``meta`` for a single step."""
+    where the baseline (:func:`baseline.law_from_config`) and the replays find it: a copy,
+    ``meta`` itself unchanged (it stays what the model validates); ``meta`` for a single step."""
     schedule = run_schedule(meta, run_dir)
-    record = as_record(meta)
-    loop = record.experiment.get("loop")
+    loop = meta.experiment.get("loop")
     if schedule is None or not isinstance(loop, dict):
         return meta
-    experiment = dict(record.experiment, loop=dict(loop, reference_schedule=[[k, v] for k, v in schedule]))
-    return dataclasses.replace(record, experiment=experiment) if isinstance(meta, RunRecord) else dict(
-        meta, experiment=experiment)
+    experiment = dict(meta.experiment, loop=dict(loop, reference_schedule=[[k, v] for k, v in schedule]))
+    return dataclasses.replace(meta, experiment=experiment)
 
 
 def step_list(loop: dict[str, Any]) -> list[tuple[int, float, float]]:

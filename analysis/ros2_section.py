@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..run_files import as_record
 from .rendering import Section
 
 WIRE = ("samples_sent", "samples_received", "retransmits", "retransmit_bytes", "heartbeats", "acknacks", "throttles",
@@ -33,7 +32,7 @@ def section(runs: list) -> Section | None:
     """None when no run used a ROS 2 transport."""
     rows, node_rows = [], []
     for a in runs:
-        record = as_record(a.meta).ros2
+        record = a.meta.ros2
         if not record:
             continue
         nodes = list((record.get("nodes") or {}).items())

@@ -7,7 +7,7 @@ from pathlib import Path
 from netloop.analysis import flow_run
 from netloop.experiment import validate_experiment
 from netloop.model import Experiment, Flow
-from netloop.rundir import read_metadata
+from netloop.run_files import load_metadata
 from netloop.runner import campaign_dir_for, run_experiment
 
 
@@ -29,7 +29,7 @@ def campaign_runs(tmp_path: Path, doc: dict, name: str) -> dict[str, Path]:
 def recorded_flows(run_dir: Path) -> list[Flow]:
     """The flows a run started, typed, as its metadata.json records them (sweep values
     applied, replicas expanded)."""
-    flows, problems = flow_run.recorded_flows(read_metadata(run_dir))
+    flows, problems = flow_run.recorded_flows(load_metadata(run_dir))
     assert not problems, problems
     return [recorded.flow for recorded in flows]
 

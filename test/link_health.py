@@ -23,7 +23,7 @@ from typing import Callable, TypeVar
 
 import pytest
 
-from netloop.rundir import read_metadata
+from netloop.run_files import load_metadata
 
 
 T = TypeVar("T")
@@ -74,7 +74,7 @@ def run_with_healthy_link(run: Callable[[Path], dict[str, Path]], out: Path) -> 
     for attempt in (1, 2):
         runs = run(Path(out) / f"attempt{attempt}")
         for label, run_dir in runs.items():
-            meta = read_metadata(run_dir)
+            meta = load_metadata(run_dir).to_json()
             assert_finished(meta, label)
             lag = link_lag(meta)
             if lag:

@@ -18,7 +18,7 @@ from netloop import cpulimit, paths
 from netloop.polling import wait_for
 from netloop.analysis.flow_run import analyse_flow
 from netloop.experiment import validate_experiment
-from netloop.rundir import read_metadata
+from netloop.run_files import load_metadata
 from netloop.schema import ConfigError
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: CPU limits are cgroups")
@@ -68,7 +68,7 @@ def _slow_and_fast_round_trips(tmp_path):
                    "period": 0.0005, "count": 3000, "publisher_queue_size": 1000, "start_delay": 0.5}]}, "slowcpu")
     rtt = {}
     for run in sorted((out / "runs").iterdir()):
-        meta = read_metadata(run)
+        meta = load_metadata(run).to_json()
         assert meta["status"] == "complete", meta.get("error")
         limit = meta["host_cpu_limits"]["robot"]
         f = analyse_flow(run, recorded_flows(run)[0])
@@ -117,7 +117,7 @@ def test_a_slow_clock_stretches_even_a_light_load_that_a_cpu_share_lets_through(
                    "period": 0.05, "count": 100, "start_delay": 0.5}]}, "slowclock")
     rtt, limits = {}, {}
     for run in sorted((out / "runs").iterdir()):
-        meta = read_metadata(run)
+        meta = load_metadata(run).to_json()
         assert meta["status"] == "complete", meta.get("error")
         limit = meta["host_cpu_limits"]["robot"]
         f = analyse_flow(run, recorded_flows(run)[0])

@@ -13,7 +13,7 @@ from campaign_helpers import recorded_flows, run_campaign
 from netloop.analysis.flow_run import analyse_flow
 from netloop.analysis.records import read_events
 from netloop.experiment import validate_experiment
-from netloop.rundir import read_metadata
+from netloop.run_files import load_metadata
 from netloop.schema import ConfigError
 from netloop.transports import transport_names
 
@@ -31,7 +31,7 @@ def test_echo_round_trip_on_loopback(tmp_path):
                                      "flows": [_echo()]}, "echo")
     for transport in ("tcp_nodelay", "udp"):
         run = out / "runs" / f"{transport}-r0"
-        meta = read_metadata(run)
+        meta = load_metadata(run).to_json()
         assert meta["status"] == "complete", meta.get("error")
         # the CPU time the hypervisor took during the run, to tell a lagging emulator's cause
         assert isinstance(meta["cpu_steal_s"], float) and meta["cpu_steal_s"] >= 0, meta.get("cpu_steal_s")
@@ -60,11 +60,11 @@ def test_echo_over_every_transport_shows_the_link_delay_twice(tmp_path):
                                           "flows": [_echo(count=60, **hello),
                                                     {"name": "oneway", "kind": "generic", "period": 0.02, "count": 20,
                                                      "start_delay": 0.5, **hello}]}, "echo")
-        runs = {read_metadata(run)["experiment"]["transport"]: run for run in sorted((out / "runs").iterdir())}
+        runs = {load_metadata(run).to_json()["experiment"]["transport"]: run for run in sorted((out / "runs").iterdir())}
         assert sorted(runs) == sorted(transport_names() if transports == "all" else transports)
         got = {}
         for transport, run in runs.items():
-            meta = read_metadata(run)
+            meta = load_metadata(run).to_json()
             assert meta["status"] in ("complete", "invalid"), meta.get("error")
             echo, oneway = (analyse_flow(run, flow) for flow in recorded_flows(run))
             assert echo.ok and echo.MDR >= 0.95, (transport, echo)

@@ -14,7 +14,7 @@ from campaign_helpers import campaign_runs
 from netloop.analysis.report import analyse_run, write_report
 from netloop.experiment import load_experiment, validate_experiment
 from netloop import paths
-from netloop.rundir import read_metadata
+from netloop.run_files import load_metadata
 from netloop.schema import ConfigError
 from netloop.testbed import Testbed, TestbedError, load_profile
 from netloop.testbed import link_bench as bench
@@ -80,7 +80,7 @@ def test_a_two_second_outage_is_measured_per_transport(tmp_path):
            "flows": [LASER], "faults": [{"at": 2.0, "duration": 2.0}]}
     runs = campaign_runs(tmp_path, doc, "outage")
     for transport in ("tcp_nodelay", "udp"):
-        meta = read_metadata(runs[f"{transport}-r0"])
+        meta = load_metadata(runs[f"{transport}-r0"]).to_json()
         assert meta["status"] == "complete", meta.get("error")
         (window,) = meta["faults"]
         assert window["hosts"] == ["robot", "operator"] and 1.9 < window["end"] - window["start"] < 2.3
@@ -157,7 +157,7 @@ def test_a_loss_burst_is_measured_per_transport(tmp_path):
     runs = campaign_runs(tmp_path, doc, "burst")
     p95 = {}
     for transport in ("tcp_nodelay", "udp"):
-        meta = read_metadata(runs[f"{transport}-r0"])
+        meta = load_metadata(runs[f"{transport}-r0"]).to_json()
         assert meta["status"] == "complete", meta.get("error")
         (window,) = meta["faults"]
         assert window["loss"] == 0.3 and 1.9 < window["end"] - window["start"] < 2.3

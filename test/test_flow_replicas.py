@@ -10,7 +10,7 @@ from campaign_helpers import run_campaign
 from netloop.analysis.flow_run import analyse_flow
 from netloop.analysis.report import write_report
 from netloop.experiment import RunSpec, expand, for_cell, validate_experiment
-from netloop.rundir import read_metadata
+from netloop.run_files import load_metadata
 from netloop.schema import ConfigError
 
 
@@ -34,7 +34,7 @@ def test_three_node_pairs_each_deliver_their_own_topic(tmp_path):
         {"name": "pair", "size_bytes": 4096, "period": 0.01, "count": 150, "replicas": 3, "start_delay": 0.5}]},
         "vertical")
     run = out / "runs" / "tcp_nodelay-r0"
-    meta = read_metadata(run)
+    meta = load_metadata(run).to_json()
     assert meta["status"] == "complete", meta.get("error")
     assert set(meta["negotiated_transport"]) == {"/flows/pair_1", "/flows/pair_2", "/flows/pair_3"}
     for flow in RunSpec.from_metadata(meta["experiment"]).experiment.flow_instances:

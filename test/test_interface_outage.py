@@ -20,7 +20,7 @@ from netloop.analysis.report import analyse_run
 from netloop.experiment import load_experiment, quick_variant, validate_experiment
 from netloop.faults import FaultSchedule
 from netloop.model import Fault
-from netloop.rundir import read_metadata
+from netloop.run_files import load_metadata
 from netloop.schema import ConfigError
 from netloop.testbed import Testbed, load_profile
 from netloop.testbed import interfaces
@@ -231,7 +231,7 @@ def test_recovery_is_reported_per_transport_and_flow(tmp_path):
            "flows": [{"name": "flow1", **FLOW}, {"name": "flow2", **FLOW}], "faults": [DOWN]}
     runs = campaign_runs(tmp_path, doc, "ifdown")
     for transport in ("tcp_nodelay", "udp"):
-        meta = read_metadata(runs[f"{transport}-r0"])
+        meta = load_metadata(runs[f"{transport}-r0"]).to_json()
         assert meta["status"] == "complete", meta.get("error")
         (window,) = meta["faults"]
         assert window["kind"] == "interface_down" and window["rejoin"]["robot"]["event"] == "joined"

@@ -437,12 +437,13 @@ def test_a_lost_ssh_connection_stops_the_node_fails_the_run_and_keeps_its_record
 def test_flow_analysis_is_unchanged_on_one_clock(tmp_path):
     """A run on the testbed has no clocks in its metadata: delays are not touched."""
     from netloop.analysis.clocks import correct
-    assert correct({"link": {"type": "ns3_wifi"}}, "robot", "operator", np.array([1.0]), np.array([0.002])) is None
-    meta = {"link": {"type": "real", "clocks": {
+    from netloop.run_files import RunRecord
+    assert correct(RunRecord(link={"type": "ns3_wifi"}), "robot", "operator", np.array([1.0]), np.array([0.002])) is None
+    meta = RunRecord(link={"type": "real", "clocks": {
         "robot": {"before": {"offset_ms": 10.0, "uncertainty_ms": 0.2, "at": 100.0},
                   "after": {"offset_ms": 12.0, "uncertainty_ms": 0.1, "at": 200.0}},
         "operator": {"before": {"offset_ms": 0.0, "uncertainty_ms": 0.0, "at": 100.0},
-                     "after": {"offset_ms": 0.0, "uncertainty_ms": 0.0, "at": 200.0}}}}}
+                     "after": {"offset_ms": 0.0, "uncertainty_ms": 0.0, "at": 200.0}}}})
     c = correct(meta, "robot", "operator", np.array([100.0, 150.0, 200.0]), np.array([-0.008, -0.009, -0.010]))
     assert np.allclose(c.delays, [0.002, 0.002, 0.002]) and c.uncertainty_s == pytest.approx(0.0002)
 
@@ -490,9 +491,10 @@ def test_the_real_car_teleop_runs_through_ssh(tmp_path):
 def test_the_cars_odometry_stamps_move_onto_the_trials_clock():
     from netloop.analysis.records import Events
     from netloop.analysis.teleop_run import _odometry_on_trial_clock
-    meta = {"link": {"type": "real", "clocks": {
+    from netloop.run_files import RunRecord
+    meta = RunRecord(link={"type": "real", "clocks": {
         "robot": {"before": {"offset_ms": 37.0, "uncertainty_ms": 0.1, "at": 0.0}},
-        "operator": {"before": {"offset_ms": 0.0, "uncertainty_ms": 0.0, "at": 0.0}}}}}
+        "operator": {"before": {"offset_ms": 0.0, "uncertainty_ms": 0.0, "at": 0.0}}}})
     ev = Events(*(np.array(v) for v in (["rx", "tx"], ["speed", "cmd_speed"], [1, 1], [0.1, 0.2],
                                         [10_037_000_000, 10_050_000_000], [10_001_000_000, -1], [-1, 1],
                                         [-1, 10_037_000_000], [700, 48])))

@@ -16,7 +16,7 @@ from netloop.analysis.flow_run import analyse_flow
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.analysis.metrics import step_metrics
 from netloop.analysis.records import read_events
-from netloop.rundir import read_metadata
+from netloop.run_files import load_metadata
 
 pytestmark = [pytest.mark.integration, pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
@@ -31,7 +31,7 @@ def ethernet_runs(tmp_path_factory):
 @pytest.mark.parametrize("transport", ["tcp_nodelay", "udp"])
 def test_plant_and_controller_on_their_hosts(ethernet_runs, transport):
     _, out = ethernet_runs
-    meta = read_metadata(out / "runs" / f"{transport}-r0")
+    meta = load_metadata(out / "runs" / f"{transport}-r0").to_json()
     assert meta["status"] == "complete", meta.get("error")
     assert meta["node_uris"]["/plant"].startswith("http://10.77.0.1:")       # robot
     assert meta["node_uris"]["/controller"].startswith("http://10.77.0.2:")  # operator
@@ -45,7 +45,7 @@ def test_delay_explains_the_degradation_on_a_shaped_link(tmp_path):
     per-sample delays through the exact loop model reproduces the measured response."""
     doc = {"link": "shaped", "link_params": {"delay_ms": 20}, "transport": "udp", "loop": {"samples": 100}}
     run_dir = run_with_healthy_link(lambda out: campaign_runs(out, doc, "shaped"), tmp_path)["udp-r0"]
-    loop = read_metadata(run_dir)["experiment"]["loop"]   # as the run recorded it
+    loop = load_metadata(run_dir).to_json()["experiment"]["loop"]   # as the run recorded it
     a = analyse_loop_run(load_loop_run(run_dir))
     assert a["ok"], a["problems"]
     assert 38 < a["rtt"]["p50_ms"] < 48
@@ -71,7 +71,7 @@ def test_flows_over_ns3_wifi(tmp_path):
     results = {}
     for transport in ("tcp_nodelay", "udp"):
         run_dir = runs[f"{transport}-r0"]
-        meta = read_metadata(run_dir)
+        meta = load_metadata(run_dir).to_json()
         assert meta["link"]["type"] == "ns3_wifi" and meta["link_health"]["max_lag_ms"] is not None
         _assert_messages_within_the_judged_window(run_dir, meta)
         results[transport] = {f.name: analyse_flow(run_dir, f) for f in recorded_flows(run_dir)}

@@ -11,7 +11,7 @@ from campaign_helpers import campaign_runs
 
 from netloop.analysis.report import analyse_run, write_report
 from netloop.experiment import validate_experiment
-from netloop.rundir import read_metadata
+from netloop.run_files import load_metadata
 from netloop.schema import ConfigError
 from netloop.testbed import Testbed, load_profile
 from netloop.testbed import link_bench as bench
@@ -81,7 +81,7 @@ def test_three_robots_stream_to_the_operator_on_one_wifi_channel(tmp_path):
            "loop": {"type": "none"}, "flows": [LASER]}
     runs = campaign_runs(tmp_path, doc, "robots")
     run_dir = runs["udp-r0"]
-    meta = read_metadata(run_dir)
+    meta = load_metadata(run_dir).to_json()
     assert meta["status"] in ("complete", "invalid"), meta.get("error")
     assert set(meta["link"]["hosts"]) == {"robot", "robot2", "robot3", "operator"}
     flows = analyse_run(run_dir).flows
@@ -128,7 +128,7 @@ def test_three_robots_each_run_their_own_loop_at_once(tmp_path):
     runs = campaign_runs(tmp_path, doc, "robot_loops")
     for transport in ("tcp_nodelay", "priority"):
         run_dir = runs[f"{transport}-r0"]
-        meta = read_metadata(run_dir)
+        meta = load_metadata(run_dir).to_json()
         assert meta["status"] == "complete", meta.get("error")
         assert meta["loop"]["robots"] == ["robot", "robot2", "robot3"]
         assert {f"/{r}/{d}" for r in meta["loop"]["robots"] for d in "yu"} <= set(meta["negotiated_transport"])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from netloop import run_files
-from netloop.rundir import RunDir, RunMetadata, status_problem
+from netloop.rundir import RunDir, RunMetadata
 from netloop.run_files import (ANALYSIS_FORMAT, CAMPAIGN_FORMAT, RUN_FORMAT, CampaignCell, CampaignRecord,
                                MetadataError, RunFileError, RunRecord, load_analysis, load_campaign,
                                load_metadata, save_analysis, save_campaign, save_metadata)
@@ -47,12 +47,12 @@ def test_metadata_round_trips_with_the_same_keys_and_values(tmp_path):
 
 def test_run_metadata_writes_a_record_the_reader_takes(tmp_path):
     meta = RunMetadata(tmp_path, run_id="udp-r1", experiment={"transport": "udp"})
-    assert load_metadata(tmp_path).status == "running" and status_problem(load_metadata(tmp_path)).startswith(
+    assert load_metadata(tmp_path).status == "running" and load_metadata(tmp_path).problem.startswith(
         "run incomplete")
     meta.finish("failed", error="boom", exit_codes={"plant": 1})
     record = RunDir(tmp_path).load_metadata()
     assert (record.status, record.error, record.exit_codes, record.run_id) == ("failed", "boom", {"plant": 1}, "udp-r1")
-    assert record.problem == "run failed: boom" == status_problem(RunDir(tmp_path).read_metadata())
+    assert record.problem == "run failed: boom" == RunDir(tmp_path).load_metadata().problem
     assert set(meta.data) >= {"format", "records_format", "start_time", "start_unix", "end_time", "end_unix", "git"}
 
 

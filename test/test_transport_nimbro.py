@@ -14,7 +14,7 @@ from link_health import assert_finished
 
 from netloop.analysis.flow_run import analyse_flow
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
-from netloop.rundir import read_metadata
+from netloop.run_files import load_metadata
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("nothing_left_behind")]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
@@ -102,7 +102,7 @@ def test_fragmented_messages_missing_a_datagram_are_dropped(tmp_path):
                            "transport_options": {"nimbro": {"reassembly_timeout": 0.2}}})
     run_dir = out / "runs" / "nimbro-r0"
     # the loss and reassembly checked here do not depend on timing: a lagging shaper is accepted
-    assert_finished(read_metadata(run_dir))
+    assert_finished(load_metadata(run_dir).to_json())
     laser, image = (analyse_flow(run_dir, f) for f in recorded_flows(run_dir))
     assert laser["MDR"] > 0.9                      # one datagram each: ~3 % lost
     assert image["MDR"] < 0.6                      # 46 datagrams each: 0.97^46 = 25 % complete

@@ -251,13 +251,15 @@ def test_report_section_from_the_ros2_record():
     from types import SimpleNamespace
 
     from netloop.analysis import ros2_section
+    from netloop.run_files import RunRecord
     wire = {"samples_sent": 50, "samples_received": 49, "retransmits": -1, "heartbeats": 3, "acknacks": -1,
             "samples_lost": 0, "samples_rejected": -1}
     record = {"middleware": "cyclonedds", "deployment": "native",
               "qos": {"/y": {"reliability": "reliable", "durability": "volatile", "depth": 10}},
               "nodes": {"plant": {"discovery_s": 0.012, "first_sample_s": {"/u": 0.2}, "wire": wire},
                         "controller": {"discovery_s": 0.1, "first_sample_s": {"/y": 0.3}, "wire": wire}}}
-    runs = [SimpleNamespace(run_id="cyclonedds-r0", meta={"ros2": record}), SimpleNamespace(run_id="tcp-r0", meta={})]
+    runs = [SimpleNamespace(run_id="cyclonedds-r0", meta=RunRecord(ros2=record)),
+            SimpleNamespace(run_id="tcp-r0", meta=RunRecord())]
     section = ros2_section.section(runs)
     assert section.title == "ROS 2 middlewares"
     table = next(b for b in section.blocks if hasattr(b, "rows"))

@@ -50,9 +50,9 @@ def _run(work: Path, name: str, transport: str, samples: int, period: float) -> 
     exp = validate_experiment({"transport": transport, "loop": {"samples": samples, "plant": {"period": period}},
                                "run_timeout": 120}, name="bench")
     run_dir = work / name
-    meta = run_cell(for_cell(exp, expand(exp)[0]), run_dir, log=lambda _: None)
-    if meta["status"] != "complete":
-        raise RuntimeError(f"bench run {name} {meta['status']}: {meta.get('error')}")
+    record = run_cell(for_cell(exp, expand(exp)[0]), run_dir, log=lambda _: None)
+    if record.status != "complete":
+        raise RuntimeError(f"bench run {name} {record.status}: {record.error}")
     return run_dir
 
 

@@ -21,6 +21,7 @@ from .master import RosMaster
 from .model import Experiment
 from .processes import SENDER, ManagedProcess, ProcessGroup, log_tail
 from .run_connections import wait_connected
+from .run_files import RunRecord
 from .run_nodes import Nodes, StartedFlows, crossing_topics, start_flows, start_masters, topic_qos
 from .run_ros2 import ros2, ros2_record
 from .run_timeline import RunPhases
@@ -69,7 +70,7 @@ class Run:
         self.link = load_profile(self.exp.link, self.exp.link_params)
         self.meta = RunMetadata(self.run_dir, run_id=self.run_dir.name, experiment=spec.metadata(),
                                 transport=self.transport.metadata(), link=self.link, loop=self.kind.metadata(self.exp))
-        self.phases = RunPhases(self.meta.data["start_unix"])
+        self.phases = RunPhases(self.meta.record.start_unix)
         self.stack = ExitStack()
         self.exit_codes: dict[str, Any] = {}
         self.steal_before = cpu_steal_seconds()
@@ -216,7 +217,7 @@ class Run:
         return ("failed" if status in ("complete", "invalid") else status,
                 "; ".join(([error] if error else []) + problems))
 
-    def execute(self) -> dict:
+    def execute(self) -> RunRecord:
         """Every phase in order, teardown on every exit path; returns the run's metadata.
         Failures are recorded in the run directory, not raised (SIGINT/SIGTERM are, after)."""
         status, error = "failed", None
@@ -240,7 +241,7 @@ class Run:
             status, error = self.records_home(status, error)
             self.meta.update(phases=self.phases.relative())
             self.meta.finish(status, error=error, exit_codes=self.exit_codes)
-        return self.meta.data
+        return self.meta.record
 
     # --- helpers -----------------------------------------------------------------------------
     def _watched(self) -> list[ManagedProcess]:

@@ -224,12 +224,6 @@ class RunRecord:
         return None
 
 
-def as_record(meta: RunRecord | dict | None) -> RunRecord:
-    """A run's metadata as a record: a :class:`RunRecord` as it is, a metadata.json document
-    (a dict, e.g. ``RunMetadata.data``) typed, None or {} the empty record."""
-    return meta if isinstance(meta, RunRecord) else RunRecord.from_json(meta or {})
-
-
 def load_metadata(run_dir: str | Path) -> RunRecord:
     """A run's metadata.json; MetadataError when missing, unreadable, of another format or with
     a key of the wrong type."""

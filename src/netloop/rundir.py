@@ -44,7 +44,7 @@ from .run_files import EVENTS_FORMAT, METADATA, RUN_FORMAT, MetadataError, RunRe
 #: what other modules import from here (the typed records themselves: netloop.run_files)
 __all__ = ["EVENTS_FORMAT", "RUN_FORMAT", "MetadataError", "RunDir", "RunMetadata", "RunRecord", "attempts",
            "create_run_dir", "cpu_steal_seconds", "git_revision", "host_info", "invalid_attempts", "now_iso",
-           "read_metadata", "ros_info", "set_aside", "sink_names", "status_problem", "write_json_atomic"]
+           "ros_info", "set_aside", "sink_names", "write_json_atomic"]
 
 
 def now_iso() -> str:
@@ -93,11 +93,6 @@ class RunDir:
         """metadata.json as a typed record (:func:`netloop.run_files.load_metadata`)."""
         return load_metadata(self.path)
 
-    def read_metadata(self) -> dict[str, Any]:
-        """metadata.json as a dict (the record's keys); MetadataError when it is missing,
-        unreadable or of another format than :data:`RUN_FORMAT`. Prefer :meth:`load_metadata`."""
-        return self.load_metadata().to_json()
-
     def save_metadata(self, record: RunRecord) -> None:
         """Write metadata.json atomically."""
         save_metadata(self.path, record)
@@ -114,20 +109,8 @@ def sink_names(flow: Any) -> list[tuple[str, str, str]]:
     return [(f"flow_{flow.name}_sink{k}", host, f"flow_{flow.name}_rx{k}.csv") for k, host in enumerate(hosts, 1)]
 
 
-def status_problem(meta: dict[str, Any] | RunRecord) -> str | None:
-    """What a run's recorded status says is wrong with it (None for a complete run):
-    :attr:`RunRecord.problem`."""
-    record = meta if isinstance(meta, RunRecord) else RunRecord(status=meta.get("status"), error=meta.get("error"))
-    return record.problem
-
-
 def create_run_dir(path: Path) -> Path:
     return RunDir(path).create().path
-
-
-def read_metadata(run_dir: Path) -> dict[str, Any]:
-    """The run's metadata.json (see :meth:`RunDir.read_metadata`)."""
-    return RunDir(run_dir).read_metadata()
 
 
 def attempts(folder: Path, run_id: str) -> list[Path]:

@@ -21,7 +21,7 @@ from .machines import RealHosts, load_machines
 from .model import Experiment
 from .run import Interrupted, Run, RunFailed, hosts_for, install_signal_handlers, middlewares
 from .run_nodes import MASTER_HOST, crossing_topics, topic_qos
-from .run_files import (CampaignCell, CampaignRecord, RunFileError, load_campaign, load_metadata,
+from .run_files import (CampaignCell, CampaignRecord, RunFileError, RunRecord, load_campaign, load_metadata,
                         save_campaign)
 from .rundir import invalid_attempts, set_aside
 from .schema import ConfigError, to_dict
@@ -34,7 +34,7 @@ __all__ = ["Interrupted", "MASTER_HOST", "RunFailed", "campaign_dir_for", "campa
 _middlewares = middlewares
 
 
-def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -> dict:
+def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -> RunRecord:
     """One run (the loop and/or the flows) of one cell, phase by phase (:class:`netloop.run.Run`);
     returns the run's metadata. Failures are recorded in the run directory, not raised."""
     return Run(spec, run_dir, log).execute()
@@ -104,13 +104,13 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
                 kept = set_aside(run_dir, out_dir / "invalid")
                 log(f"    {cell.run_id}: running it again ({attempt + 1} of {1 + exp.rerun_invalid}); "
                     f"the invalid attempt is kept in {kept}")
-            meta = run_cell(for_cell(exp, cell), run_dir, log)
-            if meta["status"] != "complete":
-                log(f"    {cell.run_id} {meta['status']}: {meta.get('error')}  (logs: {run_dir / 'logs'})")
-            if meta["status"] != "invalid":
+            record = run_cell(for_cell(exp, cell), run_dir, log)
+            if record.status != "complete":
+                log(f"    {cell.run_id} {record.status}: {record.error}  (logs: {run_dir / 'logs'})")
+            if record.status != "invalid":
                 break
         _write_campaign(out_dir, exp, cells)
-        if meta["status"] not in ("complete", "invalid") and not exp.keep_going:
+        if record.status not in ("complete", "invalid") and not exp.keep_going:
             break
     _write_campaign(out_dir, exp, cells)
     return out_dir

@@ -56,9 +56,8 @@ def _flow(run_dir: Path, flow) -> dict[str, Any]:
 
 
 def _status(run_dir: Path) -> dict[str, Any]:
-    meta = RunDir(run_dir).read_metadata()
-    return {"status": meta["status"], "error": meta.get("error"),
-            "max_lag_ms": (meta.get("link_health") or {}).get("max_lag_ms")}
+    record = RunDir(run_dir).load_metadata()
+    return {"status": record.status, "error": record.error, "max_lag_ms": record.link_health.get("max_lag_ms")}
 
 
 _UDP_SINK = """
