@@ -25,7 +25,7 @@ from netloop.experiment import validate_experiment
 from netloop.loops import (LoopKindEntry, get_loop_kind, loop_analysis, loop_kind_entry, loop_kind_names,
                            register_loop_kind)
 from netloop.loops.base import LoopKind, LoopStart, StartedLoop
-from netloop.run_files import load_analysis, load_metadata
+from netloop.run_files import RunRecord, load_analysis, load_metadata
 from netloop.runner import campaign_dir_for, run_experiment
 from netloop.transports.base import CrossingTopic
 
@@ -69,7 +69,7 @@ class PingAnalysis(LoopAnalysis):
 
     name = "ping"
 
-    def analyse_run(self, run_dir: Path, meta: dict) -> RunAnalysis:
+    def analyse_run(self, run_dir: Path, meta: RunRecord) -> RunAnalysis:
         a = super().analyse_run(run_dir, meta)
         sent = len(read_events(Path(run_dir) / "records" / "toy_source.csv").select("tx", "/toy"))
         got = len(read_events(Path(run_dir) / "records" / "toy_sink.csv").select("rx", "/toy"))
