@@ -376,6 +376,7 @@ def as_run(command: str, tmp: Path) -> str | None:
             continue
         segment = re.sub(r"^netloop(?=\s|$)", "bin/netloop", segment)
         segment = re.sub(r"^make(?=\s|$)", "make -n", segment)
+        segment = re.sub(r"(?<=\s)/tmp/", f"{tmp.parent}/", segment)   # what it writes stays in the test's tmp
         words = shlex.split(segment)
         if words[:2] in (["bin/netloop", "calibrate"], ["bin/netloop", "bench"]) or \
                 (words[:2] == ["bin/netloop", "reproduce"] and "--list" not in words):
@@ -397,6 +398,8 @@ def test_command_rules(tmp_path):
     assert as_run("netloop calibrate wifi6 --part tables", tmp_path) == "bin/netloop calibrate --help"
     assert as_run("sudo netloop reproduce pound --quick", tmp_path) == "bin/netloop reproduce --help"
     assert as_run("netloop reproduce --list", tmp_path) == "bin/netloop reproduce --list"
+    assert as_run("bin/netloop bag lidar --out /tmp/t.bag", tmp_path / "results") == \
+        f"bin/netloop bag lidar --out {tmp_path}/t.bag"
     assert as_run("sudo bin/netloop run experiments/pound_fig21.yaml", tmp_path) == \
         "bin/netloop run --dry-run experiments/pound_fig21.yaml"
     assert as_run("bin/netloop run experiments/rlc_loopback.yaml", tmp_path) == \
