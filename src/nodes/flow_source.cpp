@@ -80,6 +80,12 @@ int run() {
   const double start_delay = requireNumber(pnh, "start_delay", 0.0, Bound::NonNegative);
   const double connect_timeout = requireNumber(pnh, "connect_timeout", 15.0, Bound::Positive);
   const bool wait_subs = pnh.param("wait_for_subscribers", true);
+  // Every parameter is read here, before the first message: a read asks the master, which may be
+  // across the link, and an outage that begins once the flow is connected must not hold the
+  // sending (the read would wait for the link to come back).
+  const double send_jitter = requireNumber(pnh, "send_jitter", 0.0, Bound::NonNegative);
+  const auto seed = static_cast<uint64_t>(requireNumber(pnh, "seed", 1, Bound::NonNegative));
+  const double drain = requireNumber(pnh, "drain", 1.0, Bound::NonNegative);
   EventLog log(pnh.param<std::string>("record_path", ""));
   const std::string topic = nh.resolveName("flow");
   const uint32_t queue = requireQueueDepths(pnh, 10).publisher;
@@ -159,8 +165,7 @@ int run() {
     ros::WallDuration(0.01).sleep();
   ROS_INFO("flow_source %s: %s every %.3f s, %d messages, publisher queue %u%s", topic.c_str(), kind.c_str(), period,
            count, queue, endpoints.native() ? (", over " + endpoints.describe("")).c_str() : "");
-  const double send_jitter = requireNumber(pnh, "send_jitter", 0.0, Bound::NonNegative);
-  std::mt19937_64 rng(static_cast<uint64_t>(requireNumber(pnh, "seed", 1, Bound::NonNegative)));
+  std::mt19937_64 rng(seed);
   std::normal_distribution<double> offset(0.0, send_jitter > 0 ? send_jitter : 1.0);  // std must be > 0
   const double max_offset = send_jitter > 0 ? 0.45 * period : 0.0;  // keeps the messages in order
   const ros::WallTime t0 = ros::WallTime::now() + ros::WallDuration(max_offset);
@@ -175,7 +180,6 @@ int run() {
   }
   // Keep the connections open while the last messages drain (a 64 KB message needs ~0.1 s
   // on a 6 Mbit/s link), so the end of a run is not counted as loss.
-  const double drain = requireNumber(pnh, "drain", 1.0, Bound::NonNegative);
   ros::WallDuration(drain).sleep();
   endpoints.finish();
   ros::shutdown();
