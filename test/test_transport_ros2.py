@@ -49,12 +49,14 @@ def only_run(tmp_path, doc, name):
     return run_dir, meta
 
 
-def check_loop(run_dir, meta, samples):
+def check_loop(run_dir, meta, samples, overshoot_pp=2.0):
+    """The loop closed: every sample crossed, the analysis is sound, and the step response is
+    the local baseline's within ``overshoot_pp`` percentage points of overshoot."""
     for node in ("plant", "controller"):
         assert len(received(run_dir / "records" / f"{node}.csv")) >= samples - 2, node
     a = analyse_loop_run(load_loop_run(run_dir))
     assert a["ok"], a
-    assert abs(a["step"]["Overshoot"] - a["baseline_step"]["Overshoot"]) < 2.0
+    assert abs(a["step"]["Overshoot"] - a["baseline_step"]["Overshoot"]) < overshoot_pp
 
 
 def check_ros2_record(meta, middleware, nodes):
@@ -114,7 +116,10 @@ def test_wifi6_discovery_and_the_loop(tmp_path, mw):
                                         "loop": {"samples": 150, "warmup": 0.3}}, f"wifi_{mw}")
     check_ros2_record(meta, mw, ["plant", "controller"])
     assert meta["ros2"]["discovery_s_max"] < 20
-    check_loop(run_dir, meta, 150)
+    # over the 6 Mbit/s link each sample waits 1-6 ms of a 20 ms period, which raises the
+    # overshoot by about 0.5-2 points (0.56-2.1 in this test's runs, 2026-11-26); an unstable or
+    # broken loop is tens of points away
+    check_loop(run_dir, meta, 150, overshoot_pp=5.0)
 
 
 @pytest.mark.root
