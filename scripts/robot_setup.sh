@@ -14,7 +14,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 common=(build-essential cmake zlib1g-dev python3-venv python3-yaml python3-numpy procps)
-ros_debian=(catkin libroscpp-dev ros-message-generation ros-message-runtime libstd-msgs-dev libsensor-msgs-dev
+ros_debian=(catkin libroscpp-dev ros-message-generation ros-message-runtime libstd-msgs-dev ros-std-msgs libsensor-msgs-dev
   libtopic-tools-dev python3-rospy python3-roslaunch python3-rosmaster python3-std-msgs python3-sensor-msgs
   python3-geometry-msgs python3-nav-msgs python3-catkin-pkg)
 ros_noetic=(ros-noetic-ros-core ros-noetic-message-generation ros-noetic-message-runtime ros-noetic-std-msgs

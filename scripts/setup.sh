@@ -11,7 +11,7 @@ cd "$root"
 
 ros_debian=(ros-core-dev ros-base-dev python3-rospy python3-roslaunch python3-rosbag python3-rostest
   python3-rosgraph python3-rospkg python3-topic-tools topic-tools libroscpp-dev catkin rosbash
-  libstd-msgs-dev python3-std-msgs libsensor-msgs-dev python3-sensor-msgs libgeometry-msgs-dev
+  libstd-msgs-dev ros-std-msgs python3-std-msgs libsensor-msgs-dev python3-sensor-msgs libgeometry-msgs-dev
   python3-geometry-msgs python3-nav-msgs python3-tf2-msgs python3-cv-bridge
   rviz ros-robot-state-publisher joint-state-publisher python3-visualization-msgs)
 common=(build-essential cmake libgtest-dev python3-venv python3-dev iproute2 procps xvfb liburdfdom-tools
