@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .hosts import Hosts
 from .transports import Transport
 
+if TYPE_CHECKING:
+    from .transports.ros2 import Ros2Transport
 
-def ros2(transport: Transport):
-    """``transport`` as a ROS 2 transport, or None when it is not one."""
-    from .transports.ros2 import Ros2Transport  # noqa: PLC0415 - ROS 2's module only when asked
-    return transport if isinstance(transport, Ros2Transport) else None
+
+def ros2(transport: Transport) -> Ros2Transport | None:
+    """``transport`` as a ROS 2 transport (one that names its middleware), or None when it is
+    not one."""
+    return cast("Ros2Transport", transport) if transport.middleware is not None else None
 
 
 def split_native(transport: Transport, connections: list[tuple[str, str, str]]):

@@ -64,6 +64,10 @@ class Transport:
     multi_master: bool = False
     #: schema of this transport's entry in the experiment's ``transport_options`` (None: no options)
     options_schema: Map | None = None
+    #: the ROS 2 middleware carrying the topics (``cyclonedds``, ``fastdds``, ``zenoh``), None for
+    #: a ROS 1 transport; a run over one waits for its endpoints' match and records ``ros2`` in
+    #: metadata.json (:mod:`netloop.run_ros2`)
+    middleware: str | None = None
 
     def subscriber_transport(self, topic: str, message_bytes: int | None = None) -> str:
         """The ROS transport (``tcp``, ``tcp_nodelay`` or ``udp``) the subscriber of ``topic``
