@@ -29,6 +29,9 @@ def test_hosts_per_profile():
     assert Testbed(load_profile("wifi6_2hop")).hosts == ["robot", "relay", "operator"]
     for name in ("wifi6_ap", "wifi_g54", "wifi_n_mcs7", "wifi_n_mcs7_ap"):  # an AP is no host
         assert Testbed(load_profile(name)).hosts == ["robot", "operator"]
+    # only ns-3's Wi-Fi has a MAC queue whose per-station statistics holprobe reads
+    assert [Testbed(load_profile(n)).station_queue_stats
+            for n in ("loopback", "ethernet", "shaped", "wifi6", "wifi6_ap")] == [False, False, False, True, True]
 
 
 def test_wifi_standard_mode_and_rate_reach_ns3():

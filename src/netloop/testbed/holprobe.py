@@ -141,7 +141,7 @@ def run_case(tb, transport: str, bulk: bool = True, seconds: float = 10.0,
 
 
 def _ns3_node_stats(tb) -> list[dict] | None:
-    if tb.profile.type != "ns3_wifi":
+    if not tb.station_queue_stats:   # no MAC queue: no per-station statistics
         return None
     before = len(tb.emulator_stats())   # one fresh stats line (the emulator writes one a second)
     deadline = time.monotonic() + 2.5

@@ -111,6 +111,10 @@ class Link:
     hosts: list[str] = ["robot", "operator"]
     uses_link_netns = False
     needs_root = True
+    #: the emulator's stats lines carry each station's MAC queue statistics (their ``nodes``:
+    #: ``small_arrivals``, ``small_ahead_mean``, ``mac_queue_max_total``, ``queue_drop``,
+    #: ``retries``, ``data_mpdu_tx``); only ns-3's Wi-Fi has a MAC queue
+    station_queue_stats = False
 
     def __init__(self, profile: LinkProfile):
         self.profile = profile

@@ -41,6 +41,7 @@ class Ns3WifiLink(TapLink):
     """802.11a/g/n, ad-hoc or through an access point, emulated in real time by ns-3."""
 
     what = "ns3"
+    station_queue_stats = True
 
     def __init__(self, profile: LinkProfile):
         super().__init__(profile)

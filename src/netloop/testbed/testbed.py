@@ -170,6 +170,12 @@ class Testbed(Hosts):
         with its ``host``; [] on other links."""
         return self._link.station_events() if self._link.ctx is not None else []
 
+    @property
+    def station_queue_stats(self) -> bool:
+        """Whether the emulator's stats lines carry each station's MAC queue statistics
+        (:attr:`netloop.testbed.link_base.Link.station_queue_stats`: ns-3's Wi-Fi)."""
+        return self._link.station_queue_stats
+
     def emulator_stats(self) -> list[dict]:
         """The link emulator's statistics lines so far ("stats" and "final"); [] without an
         emulator (loopback, ethernet) or before :meth:`up`."""
