@@ -142,13 +142,20 @@ def test_a_link_profile_reports_every_problem_at_once(tmp_path):
 
 
 def test_a_link_profile_is_a_typed_model(tmp_path):
-    """Read by attribute; still a read-only mapping of its keys (what metadata.json records)."""
-    from netloop.testbed import load_profile
+    """Read by attribute only; to_dict() gives its keys in the schema's order (what metadata.json
+    records as the link's params), and validating that gives the profile back."""
+    from collections.abc import Mapping
+
+    from netloop.testbed import load_profile, validate_profile
     from netloop.testbed.profile_models import Ns3WifiProfile, ShapedProfile
     wifi, shaped = load_profile("wifi6"), load_profile("shaped", {"delay_ms": 20})
-    assert isinstance(wifi, Ns3WifiProfile) and wifi.phy_rate == "OfdmRate6Mbps" and wifi["phy_rate"] == wifi.phy_rate
-    assert isinstance(shaped, ShapedProfile) and shaped.delay_ms == 20.0 and dict(shaped)["name"] == "shaped"
-    assert "phy_rate" not in shaped
+    assert isinstance(wifi, Ns3WifiProfile) and wifi.phy_rate == "OfdmRate6Mbps"
+    assert isinstance(shaped, ShapedProfile) and shaped.delay_ms == 20.0 and shaped.to_dict()["name"] == "shaped"
+    assert not isinstance(shaped, Mapping) and "phy_rate" not in shaped.to_dict()
+    assert list(shaped.to_dict()) == list(ShapedProfile.schema.fields)
+    assert validate_profile(shaped.to_dict()) == shaped and validate_profile(wifi) == wifi
+    with pytest.raises(TypeError):
+        shaped["delay_ms"]
 
 
 def test_every_link_type_has_a_model_and_an_emulator():

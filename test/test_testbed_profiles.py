@@ -18,7 +18,7 @@ def test_every_profile_file_is_valid():
     assert {"loopback", "ethernet", "wifi6", "wifi6_2hop", "shaped"} <= set(names)
     for name in names:
         prof = load_profile(name)
-        assert prof["name"] == name and prof["type"]
+        assert prof.name == name and prof.type
         assert Testbed(prof).hosts[0] == "robot"
 
 
@@ -189,8 +189,9 @@ def test_health_window_counts_the_stalls_inside_it(tmp_path):
 
 def test_a_profile_extends_another_with_its_own_keys_on_top():
     base, shared = load_profile("wifi6"), load_profile("wifi6_shared")
-    assert shared["name"] == "wifi6_shared" and "background pair" in shared["description"]
-    assert (shared["background_pairs"], shared["background_mbit"]) == (1, 0.5)
+    assert shared.name == "wifi6_shared" and "background pair" in shared.description
+    assert (shared.background_pairs, shared.background_mbit) == (1, 0.5)
+    base, shared = base.to_dict(), shared.to_dict()
     differ = {k for k in base if base[k] != shared[k]}
     assert differ == {"name", "description", "background_pairs", "background_mbit"}
 

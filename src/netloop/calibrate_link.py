@@ -267,15 +267,15 @@ def air_qos_line(profile: str, link_params: dict | None = None) -> str:
     "802.11e QoS")."""
     from .testbed.profiles import load_profile
     p = load_profile(profile, link_params or {})
-    if p["type"] != "ns3_wifi":
+    if p.type != "ns3_wifi":
         return ""
-    if p["qos"]:
+    if p.qos:
         return ("802.11e QoS on: each frame queues and contends in the access category of its DSCP, "
                 "as Linux's mac80211 maps it (RFC 8325): EF, VA, CS6, CS7 -> VO (AIFSN 2, CW 3-7); "
                 "CS3, AF3x, CS4, AF4x, CS5 -> VI (2, 7-15); CS1 -> BK (7, 15-1023); unmarked and "
                 "the rest -> BE (3, 15-1023)")
     return ("802.11e QoS off: every frame in one queue with the same channel access, whatever "
-            f"its DSCP{' (802.11n: QoS MACs, all best effort)' if p['standard'] == '802.11n' else ''}"
+            f"its DSCP{' (802.11n: QoS MACs, all best effort)' if p.standard == '802.11n' else ''}"
             " (qos: true, e.g. wifi6_qos, turns it on)")
 
 

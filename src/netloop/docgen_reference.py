@@ -126,40 +126,41 @@ def _mbit(value: float) -> str:
     return f"{value:g} Mbit/s"
 
 
-def _emulator(p: dict) -> str:
-    kind = p["type"]
+def _emulator(p) -> str:
+    """What emulates a link profile (``p``: a typed profile, each type's keys read in its branch)."""
+    kind = p.type
     if kind == "loopback":
         return "none: one host, traffic on `lo`"
     if kind == "ethernet":
-        return f"veth pair, {p['qdisc']} qdisc (kernel)" + (f", {p['robots']} robots on a bridge" if p.get("robots", 1) > 1 else "")
+        return f"veth pair, {p.qdisc} qdisc (kernel)" + (f", {p.robots} robots on a bridge" if p.robots > 1 else "")
     if kind == "shaped":
         return "userspace shaper between two taps"
     if kind == "ns3_wifi":
-        text = f"ns-3 in real time: {p['standard']} {'ad-hoc' if p['mode'] == 'adhoc' else 'access point'}"
-        if p.get("hops", 1) > 1:
-            text += f", {p['hops']} hops"
-        if p.get("robots", 1) > 1:
-            text += f", {p['robots']} robots"
-        if p.get("background_pairs"):
-            text += f", {p['background_pairs']} background pair(s)"
+        text = f"ns-3 in real time: {p.standard} {'ad-hoc' if p.mode == 'adhoc' else 'access point'}"
+        if p.hops > 1:
+            text += f", {p.hops} hops"
+        if p.robots > 1:
+            text += f", {p.robots} robots"
+        if p.background_pairs:
+            text += f", {p.background_pairs} background pair(s)"
         return text
     return kind
 
 
-def _rate(p: dict) -> str:
-    kind = p["type"]
+def _rate(p) -> str:
+    kind = p.type
     if kind == "loopback":
         return "not limited"
     if kind == "ethernet":
-        return f"{_mbit(p['rate_mbit'])} each way"
+        return f"{_mbit(p.rate_mbit)} each way"
     if kind == "shaped":
-        up = (p.get("to_operator") or {}).get("rate_mbit") or p["rate_mbit"]
-        down = (p.get("to_robot") or {}).get("rate_mbit") or p["rate_mbit"]
+        up = (p.to_operator or {}).get("rate_mbit") or p.rate_mbit
+        down = (p.to_robot or {}).get("rate_mbit") or p.rate_mbit
         return f"{_mbit(up)} each way" if up == down else f"{_mbit(down)} to the robot, {_mbit(up)} to the operator"
     if kind == "ns3_wifi":
-        if p.get("rate_manager", "constant") != "constant":
-            return f"adaptive ({p['rate_manager']})"
-        name = str(p["phy_rate"])
+        if p.rate_manager != "constant":
+            return f"adaptive ({p.rate_manager})"
+        name = str(p.phy_rate)
         ht = re.fullmatch(r"HtMcs(\d)", name)
         from .testbed.profiles import phy_mbit  # noqa: PLC0415
         mbit = _HT_MBIT[int(ht.group(1))] if ht else phy_mbit(name)
@@ -172,7 +173,7 @@ def link_profiles(ctx: Context) -> str:
     rows = []
     for path in sorted(profiles.LINKS_DIR.glob("*.yaml")):
         p = profiles.load_profile(path.stem)
-        what = p.get("description") or _leading_comment(path)
+        what = p.description or _leading_comment(path)
         rows.append([f"`{path.stem}`", md_cell(what), md_cell(_emulator(p)), md_cell(_rate(p))])
     return md_table(["profile", "what it is", "emulator", "rate"], rows)
 

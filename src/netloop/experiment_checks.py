@@ -80,7 +80,7 @@ def check_faults(exp: Experiment, hosts: list[str], length: float | None, found:
         found.add("faults", "outages are made on an emulated link's interfaces: not on "
                             + (f"real machines (machines: {exp.machines})" if exp.machines else "link loopback"))
         return
-    link_type = load_profile(exp.link, exp.link_params)["type"] if any(f.loss for f in exp.faults) else None
+    link_type = load_profile(exp.link, exp.link_params).type if any(f.loss for f in exp.faults) else None
     for i, fault in enumerate(exp.faults):
         if fault.loss is not None and link_type not in LOSS_BURST_LINKS:
             found.add(f"faults[{i}].loss", f"a loss burst needs a link whose emulator decides per packet (type "

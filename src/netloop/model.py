@@ -237,7 +237,7 @@ class Experiment:
     def robot_hosts(self) -> list[str]:
         """The link's robot hosts: robot, robot2, ..., robotN (``link_params.robots``), or the
         real machines named so."""
-        from .testbed.links import robot_names, robot_number  # noqa: PLC0415
+        from .testbed.links import make_link, robot_names, robot_number  # noqa: PLC0415
         if self.machines:
             from .hosts_file import load_machines  # noqa: PLC0415
             try:
@@ -246,9 +246,9 @@ class Experiment:
                 return ["robot"]
         robots = self.link_params.get("robots")
         if robots is None:
-            try:
+            try:   # the link's own robot hosts (one on a link type without a robots key)
                 from .testbed import load_profile  # noqa: PLC0415
-                robots = load_profile(self.link).get("robots", 1)
+                return [h for h in make_link(load_profile(self.link)).hosts if robot_number(h)]
             except Exception:  # noqa: BLE001 - a profile from elsewhere: one robot
                 robots = 1
         return robot_names(int(robots))

@@ -27,6 +27,7 @@ from .run_ros2 import ros2, ros2_record
 from .run_timeline import RunPhases
 from .rundir import RunMetadata, cpu_steal_seconds, create_run_dir
 from .testbed import Testbed, load_profile
+from .testbed.profile_models import LinkProfile
 from .transports import TransportContext, get_transport
 
 
@@ -51,7 +52,7 @@ def middlewares(exp: Experiment) -> list[str]:
     return [t for t in exp.transport if t in MIDDLEWARES]
 
 
-def hosts_for(exp: Experiment, link: dict, run_dir: Path, log: Callable[[str], None]) -> Hosts:
+def hosts_for(exp: Experiment, link: LinkProfile, run_dir: Path, log: Callable[[str], None]) -> Hosts:
     """The run's hosts: real machines when the experiment names a hosts file, else the
     testbed (namespaces joined by the emulated link)."""
     if exp.machines:
@@ -69,7 +70,7 @@ class Run:
         self.transport = get_transport(spec.transport)
         self.link = load_profile(self.exp.link, self.exp.link_params)
         self.meta = RunMetadata(self.run_dir, run_id=self.run_dir.name, experiment=spec.metadata(),
-                                transport=self.transport.metadata(), link=self.link, loop=self.kind.metadata(self.exp))
+                                transport=self.transport.metadata(), link=self.link.to_dict(), loop=self.kind.metadata(self.exp))
         self.phases = RunPhases(self.meta.record.start_unix)
         self.stack = ExitStack()
         self.exit_codes: dict[str, Any] = {}

@@ -1,7 +1,7 @@
 """What a link profile's numbers mean on the air and on the wire: the Wi-Fi standards' rates,
 the air time of a frame, the background stations' share, the hosts' shaper rate, and a link's
-nominal capacity. Functions of a profile's keys (a typed profile, or the same keys in a
-mapping while it is being validated)."""
+nominal capacity. Functions of a profile's keys, read by attribute (a typed profile, or its
+keys in a namespace while it is being validated)."""
 from __future__ import annotations
 
 import re
@@ -28,10 +28,10 @@ def phy_mbit(phy_rate: str) -> float | None:
     return float(f"{rate.group(1)}.{rate.group(2) or 0}") if rate else None
 
 
-def air_crossings(cfg: dict[str, Any]) -> int:
+def air_crossings(cfg: Any) -> int:
     """How often a frame between robot and operator crosses the air: twice through a relay
     (2 hops) or an access point, once otherwise."""
-    return 2 if (cfg["hops"] == 2 or cfg["mode"] == "ap") else 1
+    return 2 if (cfg.hops == 2 or cfg.mode == "ap") else 1
 
 
 def air_overhead_bytes(phy_rate: str) -> int:
@@ -42,35 +42,33 @@ def air_overhead_bytes(phy_rate: str) -> int:
     return int(round(181.5 * phy_mbit(phy_rate) / 8 + 22 + 22 / 8))
 
 
-def background_air_mbit(cfg: dict[str, Any]) -> float:
+def background_air_mbit(cfg: Any) -> float:
     """The mean share of the air the background stations take, as Mbit/s at the phy rate
     (each pair's offered ``background_mbit`` of ``background_bytes``-byte frames, counted with
     the same per-frame overhead as the hosts' frames); 0 without background stations."""
-    if not cfg.get("background_pairs"):
+    if not cfg.background_pairs:
         return 0.0
-    b = cfg["background_bytes"]
-    return cfg["background_pairs"] * cfg["background_mbit"] * (b + 14 + air_overhead_bytes(cfg["phy_rate"])) / b
+    b = cfg.background_bytes
+    return cfg.background_pairs * cfg.background_mbit * (b + 14 + air_overhead_bytes(cfg.phy_rate)) / b
 
 
-def air_left_mbit(cfg: dict[str, Any]) -> float:
+def air_left_mbit(cfg: Any) -> float:
     """What one sender gets of the air [Mbit/s at the phy rate]: the phy rate, less the frame
     errors' retransmissions, less the background's share (802.11a/g names only)."""
-    return phy_mbit(cfg["phy_rate"]) * (1 - cfg["frame_error_rate"]) - background_air_mbit(cfg)
+    return phy_mbit(cfg.phy_rate) * (1 - cfg.frame_error_rate) - background_air_mbit(cfg)
 
 
-def shaper_rate_kbit(cfg: dict[str, Any]) -> int:
+def shaper_rate_kbit(cfg: Any) -> int:
     """The hosts' htb rate: ``qdisc_rate_fraction`` x :func:`air_left_mbit`, halved when every
     frame crosses the air twice (:func:`air_crossings`)."""
-    return int(round(cfg["qdisc_rate_fraction"] * air_left_mbit(cfg) * 1000 / air_crossings(cfg)))
+    return int(round(cfg.qdisc_rate_fraction * air_left_mbit(cfg) * 1000 / air_crossings(cfg)))
 
 
-def link_capacity_mbit(profile: dict) -> float | None:
-    """Nominal capacity of a link profile [Mbit/s], or None when it has no limit (loopback).
-    For Wi-Fi what the hosts have of the air, shared by both directions: the PHY rate, less
-    the retransmissions of ``frame_error_rate`` and the background stations' mean share (as a
-    user would measure it on a shared channel, e.g. with iperf3)."""
-    if profile.get("capacity_mbit") is not None:
-        return float(profile["capacity_mbit"])
-    if profile["type"] == "ns3_wifi":   # an ns-3 rate name such as OfdmRate6Mbps or ErpOfdmRate54Mbps
-        return round(air_left_mbit(profile), 4) if phy_mbit(profile["phy_rate"]) else None
-    return profile.get("rate_mbit")
+def link_capacity_mbit(profile: Any) -> float | None:
+    """Nominal capacity of a link profile [Mbit/s], or None when it has no limit (loopback):
+    the profile's :meth:`~netloop.testbed.profile_models.LinkProfile.capacity_mbit`. Ethernet
+    and shaped links their ``rate_mbit``; for Wi-Fi what the hosts have of the air, shared by
+    both directions: the PHY rate (an ns-3 rate name such as OfdmRate6Mbps or
+    ErpOfdmRate54Mbps), less the retransmissions of ``frame_error_rate`` and the background
+    stations' mean share (as a user would measure it on a shared channel, e.g. with iperf3)."""
+    return profile.capacity_mbit()

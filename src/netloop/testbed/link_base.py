@@ -125,8 +125,6 @@ class Link:
         for tool in ("ip", "tc"):
             if shutil.which(tool) is None:
                 raise TestbedError(f"'{tool}' not found (install iproute2)")
-        if self.profile.get("rt_priority") and shutil.which("chrt") is None:
-            raise TestbedError("rt_priority needs 'chrt' (util-linux); or set rt_priority: 0")
 
     def up(self, ctx: LinkContext) -> None:
         raise NotImplementedError

@@ -134,7 +134,7 @@ def lag_under_load(profile: str = "wifi6", hogs: int = 2, seconds: float = 6.0) 
     """ns-3's real-time lag during bulk TCP over ``profile`` while ``hogs`` busy processes
     compete for the CPUs: with normal scheduling (rt_priority 0) and with the profile's
     SCHED_FIFO priority. {"hogs", "normal": {...}, "rt_priority": {...}}"""
-    rt = load_profile(profile).get("rt_priority") or 10
+    rt = load_profile(profile).rt_priority or 10
     out: dict = {"profile": profile, "hogs": hogs, "cpus": os.cpu_count()}
     for case, prio in (("normal", 0), ("rt_priority", rt)):
         procs = _cpu_hogs(hogs)

@@ -42,4 +42,4 @@ IMPLEMENTATIONS = {"loopback": LoopbackLink, "ethernet": EthernetLink, "ns3_wifi
 
 def make_link(profile: LinkProfile) -> Link:
     """The link a validated profile describes (not yet up)."""
-    return IMPLEMENTATIONS[profile["type"]](profile)
+    return IMPLEMENTATIONS[profile.type](profile)

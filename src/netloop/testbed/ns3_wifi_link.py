@@ -48,6 +48,11 @@ class Ns3WifiLink(TapLink):
         self.hosts = (["robot", "relay", "operator"] if profile.hops == 2
                       else robot_names(profile.robots) + ["operator"])
 
+    @property
+    def stats_interval_s(self) -> float:
+        """The profile's ``stats_interval_s`` (netloop_wifi_link --stats-interval)."""
+        return self.profile.stats_interval_s
+
     def prerequisites(self) -> None:
         super().prerequisites()
         binary = wifi_binary()

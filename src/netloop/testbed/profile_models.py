@@ -4,17 +4,19 @@ keys (type, default, range, help text), validated with every problem of a file a
 :class:`LinkProfile` is the base (``name``, ``type``, ``description``); :class:`TapProfile`
 adds what every emulator that owns taps has (the hosts' kernel queue, real-time health,
 scheduling); :data:`MODELS` maps each ``type`` to its class. A profile is read by attribute
-(``profile.delay_ms``); it is also a read-only mapping of its keys (``profile["delay_ms"]``,
-``dict(profile)``), which is what a run's ``metadata.json`` records as the link's ``params``.
+(``profile.delay_ms``) only; :meth:`LinkProfile.to_dict` gives its keys as plain data, which is
+what a run's ``metadata.json`` records as the link's ``params``. A key one type has and another
+lacks is not probed for: the link (:mod:`netloop.testbed.link_base`) or the profile's own
+methods (:meth:`LinkProfile.capacity_mbit`) answer for their type.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator
+from types import SimpleNamespace
+from typing import Any
 
-from netloop.schema import Bool, Collector, Enum, Int, Map, Node, Num, Str, key, section
+from netloop.schema import Bool, Collector, Enum, Int, Map, Node, Num, Str, key, section, to_dict
 
-from .link_air import WIFI_RATES, air_left_mbit, background_air_mbit
+from .link_air import WIFI_RATES, air_left_mbit, background_air_mbit, phy_mbit
 
 
 _MTU = Int(default=1500, ge=576, le=9000, doc="MTU of the hosts' interfaces, bytes")
@@ -28,23 +30,22 @@ _RT = Int(default=10, ge=0, le=99,
 
 
 @section("the keys every link profile has")
-class LinkProfile(Mapping):
+class LinkProfile:
     """A validated link profile. Subclasses add their type's keys."""
 
     name: str = key(Str(default="custom", doc="the profile's name (its file's stem)"))
     type: str = key(Enum(lambda: list(MODELS), doc="link implementation", what="link type"))
     description: str = key(Str(default="", nonempty=False, doc="one line for humans"))
 
-    def __getitem__(self, name: str) -> Any:
-        if name not in self.schema.fields:
-            raise KeyError(name)
-        return getattr(self, name)
+    def to_dict(self) -> dict[str, Any]:
+        """Every key with its value, in the schema's order, as plain data (metadata.json's
+        ``params``, the testbed's state file)."""
+        return to_dict(self)
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.schema.fields)
-
-    def __len__(self) -> int:
-        return len(self.schema.fields)
+    def capacity_mbit(self) -> float | None:
+        """The link's nominal capacity [Mbit/s] (:func:`~netloop.testbed.link_air.link_capacity_mbit`);
+        None: no limit (loopback)."""
+        return None
 
 
 @section("loopback: robot and operator in the root namespace, traffic on lo")
@@ -67,6 +68,9 @@ class EthernetProfile(LinkProfile):
         "(a veth passes up to 64 KB as one packet, which the shaper charges "
         "but releases at once: a 16 KB message then arrives in ~0.1 ms, faster "
         "than any wire)"))
+
+    def capacity_mbit(self) -> float | None:
+        return self.rate_mbit
 
 
 @section("what every link whose emulator owns taps has: the hosts' kernel queue in front of the "
@@ -106,6 +110,7 @@ class TapProfile(LinkProfile):
 def _wifi_check(cfg: dict, key: str) -> None:
     """The keys of an ns3_wifi profile that must agree; every disagreement reported at once."""
     found = Collector()
+    air = SimpleNamespace(**cfg)   # the air functions read a profile's keys by attribute
     d, r = cfg["distance_m"], cfg["max_range_m"]
     allowed = WIFI_RATES[cfg["standard"]]
     if cfg["phy_rate"] not in allowed:
@@ -142,11 +147,11 @@ def _wifi_check(cfg: dict, key: str) -> None:
         if not cfg["background_mbit"]:
             found.add("background_mbit", f"background_pairs: {cfg['background_pairs']} "
                               "needs the rate each pair offers (> 0 Mbit/s)")
-        if cfg["qdisc_rate_fraction"] and cfg["phy_rate"] in allowed and air_left_mbit(cfg) <= 0:
-            air = air_left_mbit(cfg) + background_air_mbit(cfg)
+        if cfg["qdisc_rate_fraction"] and cfg["phy_rate"] in allowed and air_left_mbit(air) <= 0:
+            whole = air_left_mbit(air) + background_air_mbit(air)
             found.add("background_mbit", f"{cfg['background_pairs']} pair(s) at "
-                              f"{cfg['background_mbit']:g} Mbit/s take {background_air_mbit(cfg):.2f} Mbit/s "
-                              f"of the air's {air:.2f}: nothing is left for the hosts' shaper; offer less")
+                              f"{cfg['background_mbit']:g} Mbit/s take {background_air_mbit(air):.2f} Mbit/s "
+                              f"of the air's {whole:.2f}: nothing is left for the hosts' shaper; offer less")
     found.raise_if_any()
 
 
@@ -224,6 +229,11 @@ class Ns3WifiProfile(TapProfile):
     stats_interval_s: float = key(Num(default=1.0, gt=0, le=60, doc="seconds between stats lines"))
     mtu: int = key(Int(default=1500, ge=576, le=1500, doc="MTU of the hosts' interfaces, bytes"))
 
+    def capacity_mbit(self) -> float | None:
+        """What the hosts have of the air, shared by both directions (802.11a/g rate names;
+        None for an HT MCS, whose rate depends on the channel)."""
+        return round(air_left_mbit(self), 4) if phy_mbit(self.phy_rate) else None
+
 
 class _Inherit(Node):
     """A value that may be null (= take the top-level value); otherwise checked by ``node``."""
@@ -279,6 +289,10 @@ class ShapedProfile(TapProfile):
         "and the emulator's FIFO holds a few packets, as a NIC's ring"))
     seed: int = key(Int(default=1, ge=0, doc="random seed of loss and jitter"))
     mtu: int = key(_MTU)
+
+    def capacity_mbit(self) -> float | None:
+        """The top-level ``rate_mbit`` (a direction may override it)."""
+        return self.rate_mbit
 
 
 #: a profile's ``type`` -> its model: the one list of link types (a type's emulator is

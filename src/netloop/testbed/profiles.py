@@ -56,6 +56,8 @@ def validate_profile(data: Any, source: str | None = None, name: str | None = No
     """Validate a profile (a mapping from a file or built in code, or a profile already typed)
     into the typed model of its ``type``, every default filled in and every problem reported
     at once; ``name`` when the mapping has none (else ``custom``)."""
+    if isinstance(data, LinkProfile):
+        data = data.to_dict()
     if not isinstance(data, Mapping):
         raise ConfigError("", f"a link profile must be a mapping, got {type(data).__name__}",
                           source)

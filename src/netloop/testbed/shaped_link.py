@@ -18,8 +18,9 @@ class ShapedLink(TapLink):
     def directions(self) -> dict:
         p = self.profile
         keys = ("rate_mbit", "delay_ms", "jitter_ms", "jitter_dist", "loss", "queue_packets")
-        return {d: {k: (p[d][k] if p[d].get(k) is not None else p[k]) for k in keys}
-                for d in ("to_operator", "to_robot")}
+        overrides = {"to_operator": p.to_operator, "to_robot": p.to_robot}
+        return {d: {k: (over[k] if over.get(k) is not None else getattr(p, k)) for k in keys}
+                for d, over in overrides.items()}
 
     def shaper(self, host: str | None = None) -> dict | None:
         """With ``qdisc_rate_fraction`` > 0: an htb on each host's net0 at that fraction of

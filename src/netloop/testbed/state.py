@@ -19,9 +19,13 @@ import secrets
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..jsonio import write_json_atomic
 from . import util
+
+if TYPE_CHECKING:
+    from .profile_models import LinkProfile
 
 log = logging.getLogger("netloop.testbed")
 
@@ -126,10 +130,10 @@ def cleanup_stale() -> list[dict]:
     return cleaned
 
 
-def new_record(tb_id: str, profile: dict, persistent: bool, namespaces: list[str],
+def new_record(tb_id: str, profile: LinkProfile, persistent: bool, namespaces: list[str],
                work_dir: str | None) -> dict:
     pid = os.getpid()
-    return {"id": tb_id, "profile": profile.get("name"), "type": profile.get("type"),
+    return {"id": tb_id, "profile": profile.name, "type": profile.type,
             "owner_pid": pid, "owner_start": util.proc_start_time(pid),
             "persistent": persistent, "created": time.time(), "namespaces": namespaces,
-            "pids": [], "work_dir": work_dir, "hosts": {}, "stats": None, "params": dict(profile)}
+            "pids": [], "work_dir": work_dir, "hosts": {}, "stats": None, "params": profile.to_dict()}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -53,6 +54,8 @@ class TapLink(Link):
     uses_link_netns = True
     what = "emulator"
     ready_timeout = 15.0
+    #: seconds between the emulator's stats lines (the shaper's: it is given no interval)
+    stats_interval_s = 1.0
 
     def __init__(self, profile: LinkProfile):
         super().__init__(profile)
@@ -66,6 +69,11 @@ class TapLink(Link):
 
     def command(self) -> list[str]:
         raise NotImplementedError
+
+    def prerequisites(self) -> None:
+        super().prerequisites()
+        if self.profile.rt_priority and shutil.which("chrt") is None:
+            raise TestbedError("rt_priority needs 'chrt' (util-linux); or set rt_priority: 0")
 
     def up(self, ctx: LinkContext) -> None:
         self.ctx = ctx
@@ -217,7 +225,7 @@ class TapLink(Link):
                "mean_lag_ms": None, "late_fraction": None, "late_fraction_allowed": allowed,
                "samples": 0, "late_samples": 0, "stalls": []}
         lines = self.stats.stats() if self.stats is not None else []
-        interval = float(p.get("stats_interval_s") or 1.0)
+        interval = float(self.stats_interval_s)
         start, end = (since if since is not None else -math.inf), (until if until is not None else math.inf)
         # a line at wall time W covers (W - interval, W]; its counts are differences to the line before
         window = [(prev, l) for prev, l in zip([None] + lines[:-1], lines)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from . import interfaces, state, util
 from .links import LinkContext, host_address, make_link
-from .profiles import link_capacity_mbit, validate_profile
+from .profiles import LinkProfile, link_capacity_mbit, validate_profile
 from .util import TestbedError
 from netloop.hosts import Hosts, read_here
 from netloop.schema import ConfigError
@@ -55,9 +55,10 @@ def _exit_on_signal(signum, frame):
 class Testbed(Hosts):
     """Hosts (network namespaces) joined by the emulated link a profile describes.
 
-    ``profile`` is a dict from :func:`load_profile` (it is validated again here, so nothing is
-    created for an invalid one). ``log_dir`` receives the emulator's log and stats files;
-    without it they live in ``/run/netloop/<id>/`` and are removed by ``down()``.
+    ``profile`` is a typed profile from :func:`load_profile`, or a mapping of its keys (it is
+    validated again here, so nothing is created for an invalid one). ``log_dir`` receives the
+    emulator's log and stats files; without it they live in ``/run/netloop/<id>/`` and are
+    removed by ``down()``.
     Start it from the main thread (or a thread that outlives the testbed): the emulator
     processes get SIGKILL when the thread that started them ends (PR_SET_PDEATHSIG).
     ``persistent`` marks the record as made by ``netloop testbed up`` (its keeper process
@@ -66,10 +67,10 @@ class Testbed(Hosts):
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, profile: dict, log_dir: Path | str | None = None, *,
+    def __init__(self, profile: LinkProfile | dict, log_dir: Path | str | None = None, *,
                  persistent: bool = False):
         self.profile = validate_profile(profile)
-        self.name = self.profile["name"]
+        self.name = self.profile.name
         self.log_dir = Path(log_dir) if log_dir is not None else None
         self.persistent = persistent
         self._link = make_link(self.profile)
@@ -90,7 +91,7 @@ class Testbed(Hosts):
 
     @property
     def is_loopback(self) -> bool:
-        return self.profile["type"] == "loopback"
+        return self.profile.type == "loopback"
 
     @property
     def is_up(self) -> bool:
@@ -132,7 +133,7 @@ class Testbed(Hosts):
         profile's MTU."""
         if self.is_loopback:
             return {h: "lo" for h in self.hosts}, {h: 65536 for h in self.hosts}
-        return {h: "net0" for h in self.hosts}, {h: int(self.profile.get("mtu", 1500)) for h in self.hosts}
+        return {h: "net0" for h in self.hosts}, {h: int(self.profile.mtu) for h in self.hosts}   # every other type has one
 
     def records_problems(self) -> list[str]:
         """None: the namespaces write into the run directory directly."""
@@ -289,13 +290,13 @@ class Testbed(Hosts):
         how far behind, how many samples) and whether it was in the window (``counted``)."""
         out = self._link.health(since, until)
         out.setdefault("max_lag_ms", None)
-        out.setdefault("lag_bound_ms", self.profile.get("lag_bound_ms"))
+        out.setdefault("lag_bound_ms", None)   # a link with an emulator gives its profile's
         return out
 
     def metadata(self) -> dict:
         """Profile, actual parameters and emulator statistics, for a run's metadata.json."""
         return {
-            "profile": self.name, "type": self.profile["type"], "params": dict(self.profile),
+            "profile": self.name, "type": self.profile.type, "params": self.profile.to_dict(),
             "capacity_mbit": self.link_mbit,   # for the report: the analysis reads no link profile
             "testbed_id": self.id,
             "hosts": {h: {"namespace": self._netns.get(h), "address": self.address(h),

@@ -86,8 +86,8 @@ def _cyclone_files(tmp: Path, tb, link: str) -> dict[str, Path]:
     """The Cyclone DDS configuration netloop generates for each host of ``tb``."""
     from ..ros2 import config as ros2config  # noqa: PLC0415
     shared = link == "loopback"
-    hosts = [ros2config.HostNet(h, tb.address(h), "lo" if shared else "net0", 65536 if shared else
-                                int(tb.profile.get("mtu", 1500))) for h in ("robot", "operator")]
+    iface, mtu = tb.interfaces()   # lo and 65536 on loopback, else net0 and the profile's MTU
+    hosts = [ros2config.HostNet(h, tb.address(h), iface[h], mtu[h]) for h in ("robot", "operator")]
     plan = ros2config.NetPlan(hosts, "multicast", shared)
     files = {}
     for h in ("robot", "operator"):

@@ -57,12 +57,14 @@ def multicast_problem(link: str, link_params: dict) -> str | None:
     (TapBridge passes group frames; 802.11 sends them at the basic rate); on a two-hop chain the
     ends are out of each other's range and the relay host does not route multicast."""
     from ..testbed import load_profile  # noqa: PLC0415
+    from ..testbed.links import make_link  # noqa: PLC0415
     try:
         profile = load_profile(link, link_params)
     except Exception:  # noqa: BLE001 - a bad profile is reported by its own check
         return None
-    if int(profile.get("hops", 1) or 1) > 1:
-        return (f"link '{link}' is a {profile['hops']}-hop chain: its ends are out of each other's range and "
+    chain = make_link(profile).hosts   # a relay host: robot and operator out of each other's range
+    if "relay" in chain:
+        return (f"link '{link}' is a {len(chain) - 1}-hop chain: its ends are out of each other's range and "
                 f"the relay host does not route multicast, so multicast discovery never reaches the far end")
     return None
 
