@@ -5,6 +5,7 @@ Imported as ``netloop.analysis``: in a checkout and its devel space through the 
 
     records                                   reading a run's event records
     loop_run, flow_run, teleop_run            analysing one run directory: typed results (results)
+    rlc_result                                the rlc kind's typed result of a run (RunAnalysis.result)
     kinds                                     the analysis side of a loop kind (LoopAnalysis, the
                                               ``none`` kind's); each kind's own is in its package of
                                               netloop.loops (rlc/analysis.py, teleop/analysis.py)

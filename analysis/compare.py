@@ -20,6 +20,7 @@ from .loop_sections import slug
 from .rendering import Document, Section
 from .report import analyse_run, find_run_dirs
 from .results import ConditionGroup
+from .rlc_result import rlc_loop, rlc_result
 from .tables import write_csv
 
 DEGRADATION_KEYS = [("iae_dev_mVs", "IAE(y − baseline) [mV·s]"), ("delta_overshoot_pp", "Δovershoot [pp]"),
@@ -33,9 +34,9 @@ class Campaign:
         self.path = Path(path)
         self.label = label or self.path.resolve().name
         self.analyses = [analyse_run(d) for d in find_run_dirs(self.path)]
-        self.loop_runs = [a for a in self.analyses if a.loop is not None]   # the rlc runs analysed
-        self.points = [degradation.run_point(a.loop, a.prediction) for a in self.loop_runs]
-        self.good = {a.run_id: a.loop for a in self.loop_runs if a.ok and a.status == "complete"}
+        self.loop_runs = [a for a in self.analyses if rlc_result(a) is not None]   # the rlc runs analysed
+        self.points = [degradation.run_point(r.loop, r.prediction) for r in map(rlc_result, self.loop_runs)]
+        self.good = {a.run_id: rlc_loop(a) for a in self.loop_runs if a.ok and a.status == "complete"}
 
     def settings(self) -> set[str]:
         return {p.setting for p in self.points if p.ok}

@@ -45,7 +45,7 @@ class LoopAnalysis:
 
     def analyse_run(self, run_dir: Path, meta: RunRecord) -> RunAnalysis:
         """The kind's own analysis of one run whose metadata.json (already read and checked)
-        is ``meta``; the report adds the flows."""
+        is ``meta``, its typed result in ``result`` (none here); the report adds the flows."""
         return RunAnalysis(run_id=meta.run_id or Path(run_dir).name, transport=meta.transport_name,
                            status=meta.status or "unknown", loop_type=self.name, cell=meta.cell, meta=meta)
 

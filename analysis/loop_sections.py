@@ -18,6 +18,7 @@ import numpy as np
 from . import baseline, degradation, metrics, plots, prediction, step_plots
 from .rendering import Section
 from .results import ConditionGroup, RunAnalysis, RunPoint
+from .rlc_result import rlc_loop, rlc_prediction, rlc_result, robot_loops
 from .tables import fmt, median_of, percent_text, sig
 
 
@@ -44,7 +45,7 @@ class LoopStudy:
 
 
 def loop_study(runs: list[RunAnalysis], transport_order: list[str] | None = None) -> LoopStudy:
-    points = [degradation.run_point(a.loop, a.prediction) for a in runs if a.loop is not None]
+    points = [degradation.run_point(r.loop, r.prediction) for r in map(rlc_result, runs) if r is not None]
     groups = degradation.group(points, transport_order)
     return LoopStudy(points, groups, degradation.settings_in_order(groups))
 
@@ -86,7 +87,7 @@ def summary(good: list[RunAnalysis], study: LoopStudy, ranking: bool = True) -> 
 
 
 def predictions(good: list[RunAnalysis]):
-    return [a.prediction for a in good if a.prediction is not None and a.prediction.ok]
+    return [p for p in map(rlc_prediction, good) if p is not None and p.ok]
 
 
 # -- sections --------------------------------------------------------------------------------
@@ -98,7 +99,7 @@ def sections(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> list[S
     good = study.order(good)
     out = [step_section(good, study, fig_dir), degradation_section(good, study, fig_dir),
            prediction_section(good, study, fig_dir), directions_section(good, study, fig_dir)]
-    if any(a.robot_loops for a in good):
+    if any(robot_loops(a) for a in good):
         out.insert(1, robots_section(good, study.swept))
     return out
 
@@ -108,11 +109,11 @@ def robots_section(good: list[RunAnalysis], swept: bool) -> Section:
     over the repetitions), so that what sharing one channel does to each loop can be compared."""
     groups: dict[tuple[str, str, str], list] = {}
     for a in good:
-        for robot, loop in a.robot_loops.items():
+        for robot, loop in robot_loops(a).items():
             if loop.ok:
                 groups.setdefault((degradation.setting_of(a), a.transport, robot), []).append(loop)
     section = Section("Loops per robot")
-    robots = list(dict.fromkeys(robot for a in good for robot in a.robot_loops))
+    robots = list(dict.fromkeys(robot for a in good for robot in robot_loops(a)))
     section.p(f"Every robot ({', '.join(robots)}) ran its own RLC loop (plant on the robot, controller on "
               "the operator, topics /<robot>/y and /<robot>/u) over the same channel, at the same time. The "
               f"report's other loop tables and figures show the first robot's loop ({robots[0]}); here is every "
@@ -133,7 +134,7 @@ def step_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Se
     section = Section("Step response against the local baseline")
     for setting in study.settings:
         of_setting = [a for a in good if degradation.setting_of(a) == setting]
-        runs = [a.loop for a in of_setting]
+        runs = [rlc_loop(a) for a in of_setting]
         if not runs:
             continue
         where = f", {setting}" if study.swept else ""
@@ -205,7 +206,7 @@ def degradation_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path
     model = None
     if loop is not None:
         xmax = max((g.stats["rtt_mean_ms"]["max"] for g in groups if g.stats["rtt_mean_ms"]["n"]), default=1.0)
-        model = delay_model(loop, min(a.loop.samples for a in good), 1.25 * xmax + 0.2)
+        model = delay_model(loop, min(rlc_loop(a).samples for a in good), 1.25 * xmax + 0.2)
     plots.degradation_scatter(groups, "rtt_mean_ms", "loop delay: RTT mean (sample → its actuation) [ms]",
                               fig_dir / "degradation_vs_delay.png", "Degradation against the loop delay",
                               model=model)
@@ -267,7 +268,7 @@ def prediction_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path)
         "RMS, nominal times [mV]", "RMS, median delay only [mV]", "Δovershoot, median delay only [pp]", "verdict"]
     rows = []
     for a in good:
-        p, first = a.prediction, ([degradation.setting_of(a)] if swept else []) + [a.run_id, a.transport]
+        p, first = rlc_prediction(a), ([degradation.setting_of(a)] if swept else []) + [a.run_id, a.transport]
         if p is None or not p.ok:
             rows.append(first + [None] * 8 + ["no prediction: " + "; ".join(p.problems if p else [])])
             continue
@@ -285,7 +286,7 @@ def prediction_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path)
             continue
         where = f", {setting}" if swept else ""
         fig = fig_dir / (f"prediction__{slug(setting)}.png" if swept else "prediction.png")
-        end = plots.transient_end([a.loop for a in good if degradation.setting_of(a) == setting and a.loop.ok])
+        end = plots.transient_end([rlc_loop(a) for a in good if degradation.setting_of(a) == setting and rlc_loop(a).ok])
         plots.prediction_overlay(preds, fig, title="Predicted from measured delays vs measured" + where, end=end)
         section.fig(fig, f"Measured y (colour) and ŷ predicted from the run's measured delays (black dashed){where}; "
                          "lower panel: ŷ − y in mV for the prediction (solid) and for the median delay alone (dashed).")
@@ -317,12 +318,12 @@ def directions_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path)
     section.table(DIRECTION_COLUMNS, [
         [a.run_id, label, d.sent, 100 * d.MDR, d.delay["mean_ms"], d.delay["std_ms"], d.delay["p50_ms"],
          d.delay["p95_ms"], d.delay["p99_ms"], d.period["mean_ms"], d.period["std_ms"]]
-        for a in good for key, label, _ in DIRECTIONS for d in [getattr(a.loop, key)]], digits=2)
+        for a in good for key, label, _ in DIRECTIONS for d in [getattr(rlc_loop(a), key)]], digits=2)
     for key, _, title in DIRECTIONS:
         samples: dict[str, dict[str, list[float]]] = {}
         for a in good:
             samples.setdefault(degradation.setting_of(a), {}).setdefault(a.transport, []).extend(
-                getattr(a.loop, key).delays_ms)
+                getattr(rlc_loop(a), key).delays_ms)
         fig = fig_dir / f"delay_{key}.png"
         plots.delay_histograms_by_setting(samples, fig, title=f"One-way delay, {title}")
         section.fig(fig, f"Histogram of the one-way delay of every loop message, {title}"

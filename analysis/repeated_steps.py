@@ -36,6 +36,7 @@ import numpy as np
 
 from ..run_files import RunRecord
 from . import metrics
+from .rlc_result import rlc_loop
 
 CONFIDENCE = 0.95
 RESAMPLES = 2000
@@ -205,17 +206,18 @@ def rank_steps(groups: list[TransportSteps], name: str = "iae_mVs", unit: str = 
 
 def has_steps(runs: list) -> bool:
     """Whether any run (RunAnalysis) has repeated steps."""
-    return any(a.loop is not None and a.loop.steps for a in runs)
+    return any(loop is not None and loop.steps for loop in map(rlc_loop, runs))
 
 
 def transport_steps(runs: list, setting_of) -> list[TransportSteps]:
     """One group per (setting, transport) of the runs (RunAnalysis) with steps, in run order."""
     groups: dict[tuple[str, str], TransportSteps] = {}
     for a in runs:
-        if a.loop is None or not a.loop.steps:
+        loop = rlc_loop(a)
+        if loop is None or not loop.steps:
             continue
         g = groups.setdefault((setting_of(a), a.transport), TransportSteps(a.transport, setting_of(a)))
-        g.steps += a.loop.steps
+        g.steps += loop.steps
         g.runs += 1
     return list(groups.values())
 

@@ -67,6 +67,12 @@ class Result:
             return default
         return default if value is None else value
 
+    def run_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """The run's entry of analysis.json when this is the run's :attr:`RunAnalysis.result`,
+        from the generic ``entry``: by default the entry with this result as ``result``. A loop
+        kind's result class writes its own entry by overriding this."""
+        return entry | {"result": self.to_json()}
+
 
 @dataclass
 class DirectionStats(Result):
@@ -220,6 +226,11 @@ class TeleopRunResult(Result):
     odom_period: dict[str, float] | None = None
     command_age: dict[str, float] | None = None
 
+    def run_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """A teleop run's entry of analysis.json is the generic one: the trial's numbers are in
+        runs.csv and the report."""
+        return entry
+
 
 @dataclass
 class RunPoint(Result):
@@ -278,9 +289,12 @@ class ConditionGroup(Result):
 
 @dataclass
 class RunAnalysis(Result):
-    """Everything the report knows about one run directory. ``loop`` (an RLC run), ``teleop``
-    (a teleop run) and ``prediction`` are set by the analysis side of the run's loop kind
-    (:class:`kinds.LoopAnalysis`)."""
+    """Everything the report knows about one run directory, whatever its loop kind: what the
+    run was, its problems and flows, and ``result``, the kind's own typed result of the run
+    (None: no loop, or its analysis failed), set by the analysis side of the run's loop kind
+    (:class:`kinds.LoopAnalysis`): the ``rlc`` kind's :class:`rlc_result.RlcRunResult`, the
+    ``teleop`` kind's :class:`TeleopRunResult`, a plug-in's own. Code that needs a kind's result
+    asks the kind's accessor (:func:`rlc_result.rlc_result`, :func:`teleop_run.teleop_result`)."""
 
     run_id: str
     transport: str
@@ -288,14 +302,9 @@ class RunAnalysis(Result):
     loop_type: str
     cell: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
-    loop: LoopRunResult | None = None
-    prediction: PredictionResult | None = None
-    teleop: TeleopRunResult | None = None
-    #: the typed result of a loop kind without a field of its own (a plug-in's), in analysis.json as ``result``
+    #: the loop kind's typed result of the run; it writes the run's analysis.json entry (:meth:`Result.run_entry`)
     result: Result | None = None
     flows: list[FlowResult] = field(default_factory=list)
-    #: loop.per_robot: every robot's loop, by robot (``loop`` is the first robot's)
-    robot_loops: dict[str, LoopRunResult] = field(default_factory=dict)
     meta: RunRecord = series(RunRecord)       # the run's metadata.json (the empty record when unusable)
 
     @property
@@ -305,7 +314,8 @@ class RunAnalysis(Result):
 
     @property
     def ok(self) -> bool:
-        return self.loop is not None and self.loop.ok
+        """Whether the kind's result of the run is usable (its ``ok``; False without one)."""
+        return bool(getattr(self.result, "ok", False))
 
     def add_problems(self, problems: list[str], prefix: str = "") -> None:
         """Add problems not listed yet."""
@@ -314,10 +324,9 @@ class RunAnalysis(Result):
                 self.problems.append(prefix + p)
 
     def to_json(self, point: RunPoint | None = None) -> dict[str, Any]:
-        """The run's entry of analysis.json (with its degradation point)."""
-        base = self.loop.to_json() if self.loop is not None else {
-            "run_id": self.run_id, "transport": self.transport, "status": self.status, "ok": False,
-            "cell": self.cell}
-        return base | {"problems": list(self.problems), "loop_type": self.loop_type,
-                       "degradation": to_json(point), "prediction": to_json(self.prediction),
-                       "flows": to_json(self.flows)} | ({"result": to_json(self.result)} if self.result else {})
+        """The run's entry of analysis.json (with its degradation point): the generic keys,
+        then what the kind's result makes of them (:meth:`Result.run_entry`)."""
+        entry = {"run_id": self.run_id, "transport": self.transport, "status": self.status, "ok": False,
+                 "cell": self.cell, "problems": list(self.problems), "loop_type": self.loop_type,
+                 "degradation": to_json(point), "prediction": None, "flows": to_json(self.flows)}
+        return entry if self.result is None else self.result.run_entry(entry)

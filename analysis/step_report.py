@@ -11,6 +11,7 @@ from . import degradation, plots, repeated_steps, step_plots
 from .rendering import Section
 from .loop_sections import slug
 from .results import RunAnalysis
+from .rlc_result import rlc_loop
 
 RULES = ("Each step of every repetition is one sample; the interval is a 95 % percentile bootstrap of the "
          "median (2000 resamples, seeded). A difference is **clear** only when two transports' intervals do "
@@ -76,8 +77,9 @@ def section(runs: list[RunAnalysis], fig_dir: Path) -> Section:
     out.table(["transport", "step", "steps", "IAE(y − baseline) [mV·s]", "Δovershoot [pp]", "Δsettling [s]"], rows)
     traces = []
     for a in runs:
-        if a.loop is not None and a.loop.delay_trace and a.transport not in {t for t, _ in traces}:
-            trace = dict(a.loop.delay_trace, steps_s=[s["t_s"] for s in a.loop.steps])
+        loop = rlc_loop(a)
+        if loop is not None and loop.delay_trace and a.transport not in {t for t, _ in traces}:
+            trace = dict(loop.delay_trace, steps_s=[s["t_s"] for s in loop.steps])
             traces.append((a.transport, trace))
     if traces:
         path = plots.delay_timeline(traces, fig_dir / "loop_delay_timeline.png")

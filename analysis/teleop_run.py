@@ -19,7 +19,7 @@ from ..run_files import RunRecord
 from . import clocks, metrics
 from .loop_run import read_run_metadata
 from .records import Events, RecordError, read_events
-from .results import StepResponse, TeleopRunResult
+from .results import RunAnalysis, StepResponse, TeleopRunResult
 
 
 def _step(ev, ref_topic: str, topic: str, t_end_ns: int | None) -> StepResponse | None:
@@ -85,6 +85,12 @@ def analyse_teleop_run(run_dir: Path, meta: RunRecord | None = None) -> TeleopRu
     if not out.ok:
         out.problems.append("trial record has no complete speed and heading step")
     return out
+
+
+def teleop_result(a: RunAnalysis) -> TeleopRunResult | None:
+    """The ``teleop`` kind's result of a run (its ``RunAnalysis.result``; None: not a teleop
+    run, or one whose analysis failed)."""
+    return a.result if isinstance(a.result, TeleopRunResult) else None
 
 
 def step_deviation(a: StepResponse, b: StepResponse) -> float:

@@ -12,6 +12,7 @@ import pytest
 from campaign_helpers import campaign_runs
 
 from netloop.analysis.report import analyse_run, write_report
+from netloop.analysis.rlc_result import rlc_loop
 from netloop.experiment import load_experiment, validate_experiment
 from netloop import paths
 from netloop.run_files import load_metadata
@@ -88,7 +89,7 @@ def test_a_two_second_outage_is_measured_per_transport(tmp_path):
         (laser,) = a.flows
         (o,) = laser.outages
         assert o["recovery_ms"] is not None and o["duration_s"] == pytest.approx(2.0, abs=0.3)
-        (y,) = a.loop.sensor.outages
+        (y,) = rlc_loop(a).sensor.outages
         # ~100 laser messages and ~100 samples were sent while the link was silent
         assert 80 <= o["lost"] + o["late"] <= 115 and 80 <= y["lost"] + y["late"] <= 115, (o, y)
         if transport == "udp":   # nothing is kept: lost, and the next datagram gets through at once

@@ -20,7 +20,9 @@ from netloop.analysis.kinds import LoopAnalysis, ReportContext
 from netloop.analysis.records import read_events
 from netloop.analysis.rendering import Document, Section
 from netloop.analysis.report import closing, write_report_document
-from netloop.analysis.results import Result, RunAnalysis, StepResponse, TeleopRunResult
+from netloop.analysis.results import LoopRunResult, Result, RunAnalysis, StepResponse, TeleopRunResult
+from netloop.analysis.rlc_result import RlcRunResult, rlc_loop, rlc_result
+from netloop.analysis.teleop_run import teleop_result
 from netloop.experiment import validate_experiment
 from netloop.loops import (LoopKindEntry, get_loop_kind, loop_analysis, loop_kind_entry, loop_kind_names,
                            register_loop_kind)
@@ -139,7 +141,7 @@ def _trial(run_id: str, local: bool) -> TeleopRunResult:
 
 
 def test_teleop_runs_are_in_every_loop_run():
-    runs = [RunAnalysis(run_id=r, transport="udp", status="complete", loop_type="teleop", teleop=_trial(r, local))
+    runs = [RunAnalysis(run_id=r, transport="udp", status="complete", loop_type="teleop", result=_trial(r, local))
             for r, local in (("udp-r0", False), ("udp__trial=robot-r0", True))]
     table = loop_analysis("teleop").run_table(runs)
     header, rows = table
@@ -148,3 +150,27 @@ def test_teleop_runs_are_in_every_loop_run():
     assert rows[1][3] == "trial on the car (local)"
     md = Document("teleop", base=Path(".")).add(closing([table], [], [], [])).markdown()
     assert "## Every loop run" in md and "| udp-r0 | udp | complete | over udp |" in md
+
+
+def test_a_run_holds_one_kind_result_which_writes_its_entry_and_says_ok():
+    """A run's analysis holds its kind's typed result in ``result``: it decides ``ok`` and the
+    run's analysis.json entry (a plug-in's under ``result``; a teleop run's entry is the generic
+    one; an rlc run's has its loop result's keys at the top level and its prediction)."""
+    generic = dict(run_id="udp-r0", transport="udp", status="complete", cell={"condition": "udp"})
+    none = RunAnalysis(loop_type="none", **generic)
+    assert not none.ok and none.to_json() == {
+        "run_id": "udp-r0", "transport": "udp", "status": "complete", "ok": False, "cell": {"condition": "udp"},
+        "problems": [], "loop_type": "none", "degradation": None, "prediction": None, "flows": []}
+    ping = RunAnalysis(loop_type="ping", result=PingResult(3, 2), **generic)
+    assert not ping.ok and ping.to_json() == none.to_json() | {"loop_type": "ping", "result": {"sent": 3, "received": 2}}
+    teleop = RunAnalysis(loop_type="teleop", result=_trial("udp-r0", False), **generic)
+    assert teleop.ok and teleop.to_json() == none.to_json() | {"loop_type": "teleop"}
+    assert teleop_result(teleop) is teleop.result and teleop_result(ping) is None and rlc_result(teleop) is None
+    loop = LoopRunResult(run_id="udp-r0", transport="udp", status="complete", ok=True, cell={"condition": "udp"},
+                         samples=5)
+    rlc = RunAnalysis(loop_type="rlc", result=RlcRunResult(loop), problems=["late"], **generic)
+    entry = rlc.to_json()
+    assert rlc.ok and rlc_loop(rlc) is loop and rlc_result(rlc).prediction is None
+    assert list(entry) == list(loop.to_json()) + ["loop_type", "degradation", "prediction", "flows"]
+    assert entry["problems"] == ["late"] and entry["samples"] == 5 and entry["prediction"] is None
+    assert not RunAnalysis(loop_type="rlc", result=RlcRunResult(LoopRunResult("x", "udp", "failed")), **generic).ok

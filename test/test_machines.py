@@ -24,6 +24,8 @@ import yaml
 
 from netloop import clocksync, paths
 from netloop.analysis.report import analyse_run
+from netloop.analysis.rlc_result import rlc_loop
+from netloop.analysis.teleop_run import teleop_result
 from netloop.analysis.records import read_events
 from netloop.experiment import load_experiment, validate_experiment
 from netloop.machines import load_machines
@@ -285,7 +287,7 @@ def test_an_experiment_through_ssh_gives_what_it_gives_through_namespaces(tmp_pa
         ssh_run, ns_run = analyse_run(ssh_dir), analyse_run(ns_dir)
         if "invalid" in (ssh_run.status, ns_run.status):
             continue    # the emulator lagged in one of them: its timing is not comparable
-        a, b = ssh_run.loop, ns_run.loop
+        a, b = rlc_loop(ssh_run), rlc_loop(ns_run)
         assert a.ok and b.ok and a.sensor.MDR == b.sensor.MDR == 1.0
         # the same loop: the step response within noise of each other (on wifi6 the overshoot of
         # one path alone spread 37.2-41.1 % over 3 repetitions with a 64 KB image)
@@ -478,7 +480,7 @@ def test_the_real_car_teleop_runs_through_ssh(tmp_path):
     assert meta["negotiated_transport"]["/odom"] == "TCPROS+NODELAY"
     assert "/car_driver" in meta["node_uris"] and "10.77.0.1" in meta["node_uris"]["/car_driver"]
     result = analyse_run(run_dir)
-    teleop = result.teleop
+    teleop = teleop_result(result)
     assert teleop.ok, teleop.problems
     # the dead-reckoned car follows the trial: the speed step rises, the heading turns left
     assert 0.1 < teleop.speed.metrics["RiseTime"] < 2.0 and teleop.speed.metrics["Overshoot"] < 20

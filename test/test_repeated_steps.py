@@ -12,6 +12,7 @@ import pytest
 from netloop import paths, reference, rosenv
 from netloop.analysis import repeated_steps, synthetic
 from netloop.analysis.report import analyse_run, write_report
+from netloop.analysis.rlc_result import rlc_loop
 from netloop.experiment import validate_experiment
 from netloop.loops.rlc import rlc_parameters, run_schedule, write_schedule
 from netloop.master import wait_for
@@ -81,7 +82,7 @@ def campaign(tmp_path, extra):
 
 def test_a_known_shift_is_found_with_separated_intervals(tmp_path):
     out, runs, ranked = campaign(tmp_path, {"udp": 0.030})
-    assert all(len(a.loop.steps) == 6 for a in runs)                         # 3 periods, 2 repetitions
+    assert all(len(rlc_loop(a).steps) == 6 for a in runs)                         # 3 periods, 2 repetitions
     by = {r.group.transport: r for r in ranked}
     assert [r.group.transport for r in ranked] == ["tcp", "udp"]
     assert by["udp"].group.median() > by["tcp"].group.median()
@@ -120,7 +121,8 @@ def test_the_baseline_follows_the_same_square_wave(tmp_path):
     out = synthetic.write_campaign(tmp_path / "z", doc(["tcp"], repetitions=1),
                                    lambda cell, cfg, rng: (np.zeros(170), np.zeros(170)))
     run = analyse_run(out / "runs" / "tcp-r0")
-    assert len(run.loop.steps) == 6 and max(s["iae_mVs"] for s in run.loop.steps) < 1e-6
+    steps = rlc_loop(run).steps
+    assert len(steps) == 6 and max(s["iae_mVs"] for s in steps) < 1e-6
 
 
 def test_bootstrap_interval_is_seeded_and_covers_the_median():
@@ -159,8 +161,9 @@ def test_real_loop_nodes_follow_the_square_wave(roscore, tmp_path):
     assert wait_for(lambda: (records / "controller.csv").exists(), 5)
     a = analyse_run(run_dir)
     assert a.ok, a.problems
-    assert [s["direction"] for s in a.loop.steps] == ["up", "down"] * 3
-    assert [s["k"] for s in a.loop.steps] == [k for k, _, _ in reference.step_list(schedule)]
+    steps = rlc_loop(a).steps
+    assert [s["direction"] for s in steps] == ["up", "down"] * 3
+    assert [s["k"] for s in steps] == [k for k, _, _ in reference.step_list(schedule)]
     # loopback: each step near the baseline's (a step that followed the wrong reference would be
     # off by the whole step, ~100 mV·s)
-    assert max(s["iae_mVs"] for s in a.loop.steps) < 20, a.loop.steps
+    assert max(s["iae_mVs"] for s in steps) < 20, steps

@@ -234,7 +234,7 @@ def test_teleop_decision_ranks_against_the_local_trial():
                                 odom_delay={"p50_ms": 2.0 * scale, "p99_ms": 5.0 * scale},
                                 command_age={"mean_ms": 3.0})
         return RunAnalysis(run_id=run_id, transport=transport, status="complete", loop_type="teleop",
-                           cell={"condition": transport}, teleop=trial)
+                           cell={"condition": transport}, result=trial)
     runs = [run("local", "tcp", 1.0, local=True), run("udp-r0", "udp", 1.0), run("udp-r1", "udp", 1.01),
             run("tcp-r0", "tcp", 2.0), run("tcp-r1", "tcp", 2.1)]
     section = teleop_decision(runs, {})

@@ -10,6 +10,7 @@ import pytest
 from campaign_helpers import campaign_runs
 
 from netloop.analysis.report import analyse_run, write_report
+from netloop.analysis.rlc_result import rlc_loop, robot_loops
 from netloop.experiment import validate_experiment
 from netloop.run_files import load_metadata
 from netloop.schema import ConfigError
@@ -133,9 +134,10 @@ def test_three_robots_each_run_their_own_loop_at_once(tmp_path):
         assert meta["loop"]["robots"] == ["robot", "robot2", "robot3"]
         assert {f"/{r}/{d}" for r in meta["loop"]["robots"] for d in "yu"} <= set(meta["negotiated_transport"])
         a = analyse_run(run_dir)
-        assert list(a.robot_loops) == ["robot", "robot2", "robot3"] and a.loop is a.robot_loops["robot"]
+        loops = robot_loops(a)
+        assert list(loops) == ["robot", "robot2", "robot3"] and rlc_loop(a) is loops["robot"]
         overshoots = []
-        for robot, loop in a.robot_loops.items():
+        for robot, loop in loops.items():
             assert loop.ok and loop.samples == 150 and loop.sensor.MDR == loop.actuation.MDR == 1.0, robot
             assert (run_dir / "records" / f"plant_{robot}.csv").is_file()
             overshoots.append(loop.step["Overshoot"])

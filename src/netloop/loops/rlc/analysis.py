@@ -10,7 +10,9 @@ and its files
     prediction.csv    per loop run: the prediction error of the three replays
     repeated_steps.json   a square wave's verdict (each run's steps are in analysis.json)
 
-Imports the analysis only, never the run side (:mod:`.run`).
+Its typed result of a run, in ``RunAnalysis.result``, is a :class:`~netloop.analysis.rlc_result.RlcRunResult`
+(the loop, every robot's loop, the prediction), read with :func:`~netloop.analysis.rlc_result.rlc_result`
+and its siblings (``rlc_loop``, ``rlc_prediction``, ``robot_loops``). Imports the analysis only, never the run side (:mod:`.run`).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from ...analysis.loop_run import analyse_loop_run, load_loop_run
 from ...analysis.prediction import analyse_prediction
 from ...analysis.rendering import Section
 from ...analysis.results import DirectionStats, RunAnalysis, RunPoint
+from ...analysis.rlc_result import RlcRunResult, rlc_loop, rlc_prediction, rlc_result
 from ...analysis.tables import percent_text, sig, write_csv
 from ...run_files import RunRecord
 from ...jsonio import write_json_atomic
@@ -142,21 +145,23 @@ class RlcAnalysis(LoopAnalysis):
     def analyse_run(self, run_dir: Path, meta: RunRecord) -> RunAnalysis:
         a = super().analyse_run(run_dir, meta)
         robots = meta.loop.get("robots") or [None]   # per_robot: one loop per robot
+        r: RlcRunResult | None = None
         for robot in robots:
             one = load_loop_run(run_dir, meta, robot)
             result = analyse_loop_run(one)
+            if r is None:      # the first robot's loop is the one the loop tables show
+                run, r = one, RlcRunResult(loop=result)
             if robot is not None:
-                a.robot_loops[robot] = result
+                r.robot_loops[robot] = result
                 a.add_problems(result.problems, prefix=f"{robot}'s loop: ")
-            if a.loop is None:      # the first robot's loop is the one the loop tables show
-                run, a.loop = one, result
-        if not a.robot_loops:
-            a.add_problems(a.loop.problems)
+        a.result = r
+        if not r.robot_loops:
+            a.add_problems(r.loop.problems)
         if not meta.empty and not meta.experiment:
             a.add_problems(["metadata.json has no experiment configuration"])
-        if a.loop.ok:
-            a.prediction = analyse_prediction(run)
-            a.add_problems(a.prediction.problems)
+        if r.loop.ok:
+            r.prediction = analyse_prediction(run)
+            a.add_problems(r.prediction.problems)
         return a
 
     @staticmethod
@@ -167,7 +172,7 @@ class RlcAnalysis(LoopAnalysis):
     @staticmethod
     def analysed(runs: list[RunAnalysis]) -> list[RunAnalysis]:
         """The runs with a loop result (every one in "Every loop run" and the degradation points)."""
-        return [a for a in runs if a.loop is not None]
+        return [a for a in runs if rlc_result(a) is not None]
 
     def study(self, runs: list[RunAnalysis], ctx: ReportContext) -> loop_sections.LoopStudy:
         """The campaign's degradation points and condition groups, computed once per report."""
@@ -199,14 +204,15 @@ class RlcAnalysis(LoopAnalysis):
         loop_runs = self.analysed(runs)
         if not loop_runs:
             return None
-        return [name for name, _ in RUN_COLUMNS], [[_value(get, a.loop) for _, get in RUN_COLUMNS] for a in loop_runs]
+        return [name for name, _ in RUN_COLUMNS], [[_value(get, rlc_loop(a)) for _, get in RUN_COLUMNS] for a in loop_runs]
 
     def points(self, runs: list[RunAnalysis], ctx: ReportContext) -> dict[str, RunPoint]:
         return {p.run_id: p for p in self.study(runs, ctx).points}
 
     def directions(self, a: RunAnalysis) -> Iterator[tuple[str, DirectionStats]]:
-        if a.loop is not None and a.loop.ok:
-            for name, d in (("y (plant → controller)", a.loop.sensor), ("u (controller → plant)", a.loop.actuation)):
+        loop = rlc_loop(a)
+        if loop is not None and loop.ok:
+            for name, d in (("y (plant → controller)", loop.sensor), ("u (controller → plant)", loop.actuation)):
                 if d is not None:
                     yield name, d
 
@@ -214,7 +220,8 @@ class RlcAnalysis(LoopAnalysis):
         return LOOP_DELAYS + "; the RTT is read on the plant's clock."
 
     def round_trip_ms(self, a: RunAnalysis) -> float | None:
-        return ((a.loop.rtt or {}) if a.loop is not None else {}).get("p50_ms")
+        loop = rlc_loop(a)
+        return ((loop.rtt or {}) if loop is not None else {}).get("p50_ms")
 
     def write_files(self, runs: list[RunAnalysis], ctx: ReportContext) -> None:
         """runs.csv, degradation.csv, conditions.csv and prediction.csv (when there are loop
@@ -237,7 +244,7 @@ class RlcAnalysis(LoopAnalysis):
                    + [g.stats[k][s] if s == "n" else _scaled(g.stats[k][s], scale.get(k))
                       for k, _ in degradation.POINT_FIELDS for s in stats] for g in study.groups])
         self._write_predictions(path, self.analysed(runs))
-        stepped = [a for a in self.usable(runs) if a.loop.steps]
+        stepped = [a for a in self.usable(runs) if rlc_loop(a).steps]
         if stepped:   # a square wave: the campaign's verdict (each run's steps are in analysis.json)
             write_json_atomic(path / "repeated_steps.json", step_report.verdict_json(stepped))
 
@@ -246,7 +253,7 @@ class RlcAnalysis(LoopAnalysis):
         """prediction.csv: per loop run the prediction error of the three replays."""
         rows = []
         for a in loop_runs:
-            p = a.prediction
+            p = rlc_prediction(a)
             if p is None or not p.ok:
                 continue
             rows.append([a.run_id, a.transport, degradation.setting_of(a), p.samples, p.lost, p.stale, p.explained] +

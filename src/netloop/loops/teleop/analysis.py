@@ -2,7 +2,10 @@
 :mod:`netloop.analysis.teleop_run` (speed and heading steps, message delays), and what the
 report shows of it: the decision table, the section with one figure per step and the table of
 every complete run against the local baseline, the kind's rows of "Every loop run" and its
-runs.csv. Imports the analysis only, never the run side (:mod:`.run`).
+runs.csv. Its typed result of a run, in ``RunAnalysis.result``, is a
+:class:`~netloop.analysis.results.TeleopRunResult`, read with
+:func:`~netloop.analysis.teleop_run.teleop_result` (analysis.json's entry of a teleop run is
+the generic one). Imports the analysis only, never the run side (:mod:`.run`).
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from ...analysis.kinds import LOOP_DELAYS, LoopAnalysis, ReportContext
 from ...analysis.rendering import Section
 from ...analysis.results import RunAnalysis, TeleopRunResult
 from ...analysis.tables import MISSING, median_of, sig, write_csv
-from ...analysis.teleop_run import analyse_teleop_run, step_deviation
+from ...analysis.teleop_run import analyse_teleop_run, step_deviation, teleop_result
 from ...run_files import RunRecord
 
 #: the teleop runs' columns of "Every loop run" (runs.csv)
@@ -31,9 +34,9 @@ TELEOP_HEADER = ["rank", "transport", "IAE vs local, speed + heading [s]", "spee
 def decision_section(runs: list[RunAnalysis], descriptions: dict[str, str]) -> Section | None:
     """The teleop trial's decision table: transports ranked by how far their speed and
     heading steps stray from the trial run on the car (IAE vs local, summed)."""
-    good = [a for a in runs if a.teleop is not None and a.teleop.ok and a.status == "complete"]
-    local = next((a.teleop for a in good if a.teleop.local), None)
-    remote = [a for a in good if not a.teleop.local]
+    good = [a for a in runs if teleop_result(a) is not None and teleop_result(a).ok and a.status == "complete"]
+    local = next((teleop_result(a) for a in good if teleop_result(a).local), None)
+    remote = [a for a in good if not teleop_result(a).local]
     if not remote:
         return None
     section = Section("Decision table")
@@ -49,7 +52,7 @@ def decision_section(runs: list[RunAnalysis], descriptions: dict[str, str]) -> S
         by: dict[str, list] = {}
         for a in remote:
             if degradation.setting_of(a) == setting:
-                by.setdefault(a.transport, []).append(a.teleop)
+                by.setdefault(a.transport, []).append(teleop_result(a))
         cands = []
         for transport, trials in by.items():
             speed = [step_deviation(t.speed, local.speed) for t in trials] if local else []
@@ -66,6 +69,11 @@ def decision_section(runs: list[RunAnalysis], descriptions: dict[str, str]) -> S
     return describe(section, descriptions, [a.transport for a in remote])
 
 
+def _trials(runs: list[RunAnalysis]) -> list[TeleopRunResult]:
+    """The teleop results of the runs that have one."""
+    return [r for r in map(teleop_result, runs) if r is not None]
+
+
 class TeleopAnalysis(LoopAnalysis):
     """Teleoperation of the simulated car: the scripted trial's steps against the local baseline."""
 
@@ -73,19 +81,19 @@ class TeleopAnalysis(LoopAnalysis):
 
     def analyse_run(self, run_dir: Path, meta: RunRecord) -> RunAnalysis:
         a = super().analyse_run(run_dir, meta)
-        a.teleop = analyse_teleop_run(run_dir, meta)
-        a.add_problems(a.teleop.problems)
+        a.result = analyse_teleop_run(run_dir, meta)
+        a.add_problems(a.result.problems)
         return a
 
     def decision(self, runs: list[RunAnalysis], ctx: ReportContext) -> Section | None:
         return decision_section(runs, ctx.descriptions)
 
     def sections(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[Section]:
-        section = teleop_section([a.teleop for a in runs if a.teleop is not None], ctx.fig_dir)
+        section = teleop_section(_trials(runs), ctx.fig_dir)
         return [section] if section is not None else []
 
     def run_table(self, runs: list[RunAnalysis]) -> tuple[list[str], list[list[Any]]] | None:
-        trials = [a.teleop for a in runs if a.teleop is not None]
+        trials = _trials(runs)
         if not trials:
             return None
 
