@@ -326,7 +326,7 @@ class RunAnalysis(Result):
     def to_json(self, point: RunPoint | None = None) -> dict[str, Any]:
         """The run's entry of analysis.json (with its degradation point): the generic keys,
         then what the kind's result makes of them (:meth:`Result.run_entry`)."""
-        entry = {"run_id": self.run_id, "transport": self.transport, "status": self.status, "ok": False,
+        entry = {"run_id": self.run_id, "transport": self.transport, "status": self.status, "ok": self.ok,
                  "cell": self.cell, "problems": list(self.problems), "loop_type": self.loop_type,
                  "degradation": to_json(point), "prediction": None, "flows": to_json(self.flows)}
         return entry if self.result is None else self.result.run_entry(entry)

@@ -154,7 +154,7 @@ def test_teleop_runs_are_in_every_loop_run():
 
 def test_a_run_holds_one_kind_result_which_writes_its_entry_and_says_ok():
     """A run's analysis holds its kind's typed result in ``result``: it decides ``ok`` and the
-    run's analysis.json entry (a plug-in's under ``result``; a teleop run's entry is the generic
+    run's analysis.json entry, its "ok" the same (a plug-in's under ``result``; a teleop run's entry is the generic
     one; an rlc run's has its loop result's keys at the top level and its prediction)."""
     generic = dict(run_id="udp-r0", transport="udp", status="complete", cell={"condition": "udp"})
     none = RunAnalysis(loop_type="none", **generic)
@@ -164,7 +164,7 @@ def test_a_run_holds_one_kind_result_which_writes_its_entry_and_says_ok():
     ping = RunAnalysis(loop_type="ping", result=PingResult(3, 2), **generic)
     assert not ping.ok and ping.to_json() == none.to_json() | {"loop_type": "ping", "result": {"sent": 3, "received": 2}}
     teleop = RunAnalysis(loop_type="teleop", result=_trial("udp-r0", False), **generic)
-    assert teleop.ok and teleop.to_json() == none.to_json() | {"loop_type": "teleop"}
+    assert teleop.ok and teleop.to_json() == none.to_json() | {"loop_type": "teleop", "ok": True}
     assert teleop_result(teleop) is teleop.result and teleop_result(ping) is None and rlc_result(teleop) is None
     loop = LoopRunResult(run_id="udp-r0", transport="udp", status="complete", ok=True, cell={"condition": "udp"},
                          samples=5)
