@@ -1,5 +1,5 @@
 """The relays' decoders under libFuzzer (clang, AddressSanitizer, UBSan) for a bounded time
-(NETLOOP_FUZZ_SECONDS, default 20): builds test/fuzz/fuzz_relay_wire.cpp with the wire
+(NETLOOP_FUZZ_SECONDS, default 10; its corpus in .build/fuzz/ grows from run to run): builds test/fuzz/fuzz_relay_wire.cpp with the wire
 library and fails on any crash, leak or sanitizer report (the crashing input is kept in
 .build/fuzz/). Skipped when clang with libFuzzer is not installed (Debian 12:
 `apt-get install clang-14 libclang-rt-14-dev`)."""
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_wire_decoders_survive_libfuzzer():
-    seconds = int(os.environ.get("NETLOOP_FUZZ_SECONDS", "20"))
+    seconds = int(os.environ.get("NETLOOP_FUZZ_SECONDS", "10"))
     script = paths.REPO / "test" / "fuzz" / "run_fuzz.sh"
     res = subprocess.run([str(script), str(seconds)], capture_output=True, text=True, timeout=seconds + 300)
     if res.returncode == 77:

@@ -3,10 +3,10 @@
 # runs it for a bounded time. Exit status 0: no crash; 1: a crash (its input is saved in
 # .build/fuzz/); 77: clang with libFuzzer is not installed (Debian 12: clang-14
 # libclang-rt-14-dev).
-#   test/fuzz/run_fuzz.sh [seconds=20]
+#   test/fuzz/run_fuzz.sh [seconds=10]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-seconds=${1:-20}
+seconds=${1:-10}
 out="$root/.build/fuzz"
 mkdir -p "$out/corpus"
 cxx=""
