@@ -21,7 +21,7 @@ from netloop.schema import ConfigError
 from netloop.testbed import Testbed, load_profile
 from netloop.testbed import link_bench as bench, holprobe, profiles
 import test_testbed
-from test_testbed import PROBE_S, _assert_gone, delivered_in_full
+from test_testbed import ALONE_S, PROBE_S, _assert_gone, delivered_in_full
 
 nothing_left_behind = test_testbed.nothing_left_behind
 
@@ -32,6 +32,8 @@ pytestmark = [
 
 #: air time of one 1500-byte data frame at 6 Mbit/s with its ACK, DIFS and mean backoff
 AIR_MS = 2.23
+#: seconds of a probe beside the random background pair: longer than PROBE_S to average it
+BACKGROUND_S = 5.0
 
 
 def _case(tb, transport: str, bulk: bool, seconds: float = PROBE_S) -> dict:
@@ -46,7 +48,7 @@ def _case(tb, transport: str, bulk: bool, seconds: float = PROBE_S) -> dict:
 def test_small_nodelay_message_waits_a_few_air_times_beside_bulk_tcp_but_not_beside_udp_bursts(
         tmp_path):
     with Testbed(load_profile("wifi6"), log_dir=tmp_path) as tb:
-        alone = _case(tb, "tcp_nodelay", bulk=False, seconds=5)
+        alone = _case(tb, "tcp_nodelay", bulk=False, seconds=ALONE_S)
         nod = _case(tb, "tcp_nodelay", bulk=True)
         udp = _case(tb, "udp", bulk=True)
     _assert_gone(tb)
@@ -148,10 +150,10 @@ def test_background_stations_take_their_share_of_the_air(tmp_path):
     """Two other pairs offering 1.5 Mbit/s each contend for the same channel: the hosts' bulk
     TCP gets clearly less of the air than alone, and ns-3 reports the frames it sent."""
     with Testbed(load_profile("wifi6"), log_dir=tmp_path / "alone") as tb:
-        alone = bench.goodput(tb, seconds=4)["mbit_s"]
+        alone = bench.goodput(tb, seconds=3)["mbit_s"]
     with Testbed(load_profile("wifi6", {"background_pairs": 2, "background_mbit": 1.5}),
                  log_dir=tmp_path / "shared") as tb:
-        shared = bench.goodput(tb, seconds=4)["mbit_s"]
+        shared = bench.goodput(tb, seconds=3)["mbit_s"]
         r = bench.rtt(tb, count=50, interval=0.02)
     link = tb.metadata()["link"]
     bg = link["final_stats"]["background"]
@@ -178,11 +180,11 @@ def test_shaper_leaves_the_background_share_so_the_backlog_stays_in_the_kernel(t
         for name, override in (("as_if_idle", {"qdisc_rate_fraction": as_if_idle}), ("left", {})):
             with Testbed(load_profile("wifi6_shared", override), log_dir=tmp_path / f"{name}{attempt}") as tb:
                 rates[name] = tb.metadata()["link"]["kernel_shaper"]["rate_kbit"]
-                cases[name] = _case(tb, "tcp_nodelay", bulk=True, seconds=8.0)   # the random background: 8 s
+                cases[name] = _case(tb, "tcp_nodelay", bulk=True, seconds=BACKGROUND_S)
             _assert_gone(tb)
         assert rates == {"as_if_idle": 5400, "left": 4871}   # 0.9 x (6 - 0.5875) Mbit/s
         for c in cases.values():   # both flows delivered in full
-            small_n, bulk_n = delivered_in_full(8.0)
+            small_n, bulk_n = delivered_in_full(BACKGROUND_S)
             assert c["receiver"]["small"]["n"] >= small_n and c["receiver"]["bulk"]["n"] >= bulk_n, c["receiver"]
         return cases["as_if_idle"], cases["left"]
 
