@@ -26,7 +26,7 @@ pytestmark = [
 ]
 
 
-def figures_on_healthy_link(profile: str, seconds: float = 4.0) -> dict:
+def figures_on_healthy_link(profile: str, seconds: float = 2.5) -> dict:
     """bench.wifi_figures of ``profile``, measured again once if ns-3 lagged real time."""
     lags = []
     for _ in range(2):
