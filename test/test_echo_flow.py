@@ -57,7 +57,7 @@ def test_echo_over_every_transport_shows_the_link_delay_twice(tmp_path):
         """Runs ``transports`` (all checks but the round trip's upper bound); their median round trips."""
         _, out = run_campaign(directory, {"link": "shaped", "link_params": {"delay_ms": 10, "rate_mbit": 20},
                                           "transport": transports, "loop": {"type": "none"},
-                                          "flows": [_echo(count=60, **hello),
+                                          "flows": [_echo(count=40, **hello),
                                                     {"name": "oneway", "kind": "generic", "period": 0.02, "count": 20,
                                                      "start_delay": 0.5, **hello}]}, "echo")
         runs = {load_metadata(run).to_json()["experiment"]["transport"]: run for run in sorted((out / "runs").iterdir())}
