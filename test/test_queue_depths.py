@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from registrations import forget_node
 
 from netloop import paths, rosenv
 from netloop.analysis.records import read_events
@@ -90,6 +91,7 @@ def test_bad_queue_depth_refused(roscore, tmp_path, node, param, value, message)
     proc = roscore.group.start("n", [str(paths.node_binary(node)), "__name:=n"], env=env)
     assert proc.popen.wait(timeout=20) == 2
     assert f"/n/{message}" in proc.log_path.read_text()
+    forget_node(roscore, "/n")   # it exited without unregistering: the master stays clean
 
 
 def test_loop_nodes_use_and_report_their_queues(roscore, tmp_path):
