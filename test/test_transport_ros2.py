@@ -129,11 +129,14 @@ def test_wifi6_1mb_reliable_messages_cross_complete(tmp_path, mw):
     """Three 1 MB samples (reliable, ~780 RTPS fragments each) over the 6 Mbit/s 802.11a link,
     every one complete and in order. Zenoh as rmw_zenoh sets it (congestion control drop for
     KEEP_LAST) drops such a message whole on this link, every time (netloop warns before the
-    run): there, 100 KB messages cross complete."""
+    run): there, 100 KB messages cross complete. A sample every 3 s (1 MB: ~1.8-1.9 s each here,
+    2026-11-26; at 2.5 s Fast DDS's delays grew by ~50 ms a sample), every 1 s for Zenoh's
+    100 KB (~0.2 s): each is through before the next."""
     size = 100_000 if mw == "zenoh" else 1_000_000
+    period = 1.0 if mw == "zenoh" else 3.0
     run_dir, meta = only_run(tmp_path, {"link": "wifi6", "transport": mw, "connect_timeout": 20,
                                         "loop": {"type": "none"},
-                                        "flows": [{"name": "big", "size_bytes": size, "period": 3.0, "count": 3,
+                                        "flows": [{"name": "big", "size_bytes": size, "period": period, "count": 3,
                                                    "start_delay": 0.5}]}, f"big_{mw}")
     check_ros2_record(meta, mw, ["flow_big_sink", "flow_big_source"])
     rows = received(run_dir / "records" / "flow_big_rx.csv")
