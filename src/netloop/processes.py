@@ -28,6 +28,10 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    # SIGINT as the default: an ignored SIGINT is inherited across exec (netloop started by a
+    # shell as a background job), and rosmaster, a Python program, then never sees the SIGINT
+    # that stop() sends: 3 s of grace and a SIGTERM for every master of every run
+    _libc.signal(signal.SIGINT, 0)   # SIG_DFL (libc's: signal.signal needs the main thread)
     os.setpgid(0, 0)
 
 
