@@ -77,8 +77,9 @@ def test_an_outage_silences_a_host_and_its_end_restores_the_link_as_it_was(tmp_p
 @needs_root
 @pytest.mark.timeout(300)
 def test_a_two_second_outage_is_measured_per_transport(tmp_path):
-    doc = {"name": "outage", "link": "ethernet", "transport": ["tcp_nodelay", "udp"], "loop": RLC,
-           "flows": [LASER], "faults": [{"at": 2.0, "duration": 2.0}]}
+    # 5.5 s of loop (0.5 s warm-up): the outage from 1 s to 3 s, 2.5 s after it for TCP's back-off
+    doc = {"name": "outage", "link": "ethernet", "transport": ["tcp_nodelay", "udp"],
+           "loop": dict(RLC, samples=250), "flows": [LASER], "faults": [{"at": 1.0, "duration": 2.0}]}
     runs = campaign_runs(tmp_path, doc, "outage")
     for transport in ("tcp_nodelay", "udp"):
         meta = load_metadata(runs[f"{transport}-r0"]).to_json()
@@ -153,8 +154,8 @@ def test_a_link_without_per_packet_loss_refuses_a_burst(tmp_path):
 @pytest.mark.timeout(300)
 def test_a_loss_burst_is_measured_per_transport(tmp_path):
     doc = {"name": "burst", "link": "shaped", "link_params": {"delay_ms": 2, "rate_mbit": 20},
-           "transport": ["tcp_nodelay", "udp"], "loop": {"type": "none"}, "duration": 5.0,
-           "flows": [dict(LASER, start_delay=0.2)], "faults": [{"at": 2.0, "duration": 2.0, "loss": 0.3}]}
+           "transport": ["tcp_nodelay", "udp"], "loop": {"type": "none"}, "duration": 4.0,
+           "flows": [dict(LASER, start_delay=0.2)], "faults": [{"at": 1.0, "duration": 2.0, "loss": 0.3}]}
     runs = campaign_runs(tmp_path, doc, "burst")
     p95 = {}
     for transport in ("tcp_nodelay", "udp"):
