@@ -67,7 +67,7 @@ def test_small_flow_keeps_its_delay_beside_an_image_over_wifi(tmp_path):
     """The paper's two flows on one 6 Mbit/s 802.11a hop: the 1 KB / 20 ms flow's mean delay
     beside the 64 KB / 150 ms image stays within ~2 ms of the flow alone (measured here:
     about +1 ms), and its period at the destination stays regular."""
-    laser, image = dict(LASER, count=300), dict(IMAGE, count=40)
+    laser, image = dict(LASER, count=200), dict(IMAGE, count=27)   # 4 s each
     opts = {"priority": {"rt_priority": 5}}
 
     def alone_and_both(out):
@@ -94,8 +94,9 @@ def test_priorities_changed_during_a_run_take_effect(tmp_path):
     """Two flows share a relay paced at 2 Mbit/s (loopback) while offering 3.3 Mbit/s: the
     more urgent one goes through at once, the other queues and loses messages. Swapping
     their priorities mid-run (the relays' ~priorities parameter) swaps the outcome."""
-    flows = [{"name": "a", "size_bytes": 4096, "period": 0.02, "count": 400},
-             {"name": "b", "size_bytes": 4096, "period": 0.02, "count": 400}]
+    # 6 s each: the switch after ~2.4 s, then ~2.5 s measured from 1 s after it
+    flows = [{"name": "a", "size_bytes": 4096, "period": 0.02, "count": 300},
+             {"name": "b", "size_bytes": 4096, "period": 0.02, "count": 300}]
     switched: dict[str, float] = {}
 
     def switch():
