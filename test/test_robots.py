@@ -96,7 +96,7 @@ def test_three_robots_stream_to_the_operator_on_one_wifi_channel(tmp_path):
 
 
 RLC = {"type": "rlc", "per_robot": True, "plant": {"R": 1.0, "L": 0.1, "C": 0.1, "period": 0.02},
-       "samples": 150, "warmup": 0.5}
+       "samples": 100, "warmup": 0.5}
 
 
 @pytest.mark.parametrize("loop, key, words", [
@@ -138,7 +138,7 @@ def test_three_robots_each_run_their_own_loop_at_once(tmp_path):
         assert list(loops) == ["robot", "robot2", "robot3"] and rlc_loop(a) is loops["robot"]
         overshoots = []
         for robot, loop in loops.items():
-            assert loop.ok and loop.samples == 150 and loop.sensor.MDR == loop.actuation.MDR == 1.0, robot
+            assert loop.ok and loop.samples == 100 and loop.sensor.MDR == loop.actuation.MDR == 1.0, robot
             assert (run_dir / "records" / f"plant_{robot}.csv").is_file()
             overshoots.append(loop.step["Overshoot"])
         assert max(overshoots) - min(overshoots) < 2.0, overshoots    # the same loop, over the same switch
