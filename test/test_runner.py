@@ -212,7 +212,7 @@ def test_a_run_judged_invalid_is_kept_and_run_again(tmp_path):
         pytest.skip("the wifi6 link needs root (network namespaces)")
     exp = tmp_path / "rerun.yaml"
     exp.write_text(yaml.safe_dump({"name": "rerun", "link": "wifi6", "transport": "tcp_nodelay",
-                                   "loop": {"samples": 150}, "rerun_invalid": 1}))   # 3 s of loop
+                                   "loop": {"samples": 100}, "rerun_invalid": 1}))   # 2 s of loop
     results = tmp_path / "results"
     env = dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
     proc = subprocess.Popen([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run", str(exp),
