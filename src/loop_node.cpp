@@ -30,6 +30,9 @@ void logSample(EventLog& log, const char* kind, const char* topic, const LoopSam
   ROS_FATAL("%s", message.c_str());
   std::fprintf(stderr, "%s: configuration error: %s\n", ros::this_node::getName().c_str(), message.c_str());
   std::fflush(stderr);
+  // unregister what the node had registered (its /rosout publisher, its logger services), so a
+  // refused node leaves the master as it found it (what `rosnode cleanup` would do)
+  if (ros::isStarted()) ros::shutdown();
   std::exit(2);
 }
 
