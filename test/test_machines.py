@@ -246,6 +246,16 @@ def _long_run_through_ssh(tmp_path: Path):
                 proc.wait()
 
 
+def _plant_rows_on_the_robot(lab: SshLab) -> int:
+    """How many samples (tx y rows) the plant has written on the robot so far (its record,
+    written a row at a time, in the lab's run_root: the same file system)."""
+    rows = 0
+    for path in (lab.tmp / "robot_runs").glob("*/records/plant.csv"):
+        with contextlib.suppress(OSError):
+            rows += sum(1 for line in path.read_text().splitlines() if line.startswith("tx,y,"))
+    return rows
+
+
 def _the_run(tmp_path: Path) -> tuple[Path, Path, dict]:
     """(campaign, run directory, metadata) of the one run of a campaign under tmp_path/out."""
     (campaign,) = list((tmp_path / "out").iterdir())
@@ -313,7 +323,8 @@ def test_a_skewed_robot_clock_is_measured_and_its_delays_corrected(tmp_path):
     """The robot's processes see a clock 37 ms ahead (libfaketime); the offset measured
     before and after the run recovers it, and the corrected one-way delays equal the ones the
     shared kernel clock gives (the raw delay plus exactly 37 ms)."""
-    exp = _write(tmp_path, FLOW_ONLY)
+    # 50 messages (1 s): their median delay is what is compared, to a millisecond
+    exp = _write(tmp_path, dict(FLOW_ONLY, flows=[dict(FLOW_ONLY["flows"][0], count=50)]))
     with SshLab("ethernet", tmp_path / "lab") as lab:
         hosts = lab.hosts_file(robot={"env": {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": "+0.037"}})
         campaign = _run(lab, exp, tmp_path / "out", "--machines", str(hosts))
@@ -419,7 +430,7 @@ def test_a_lost_ssh_connection_stops_the_node_fails_the_run_and_keeps_its_record
                     pass
             time.sleep(0.2)
         assert plant is not None, "the plant never started on the robot"
-        time.sleep(3.0)                                   # some samples recorded
+        assert _wait_for(lambda: _plant_rows_on_the_robot(lab) >= 75, 30), "the plant wrote no samples"
         os.kill(_ancestor_sshd_session(plant), signal.SIGKILL)   # the connection is gone
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out                  # the campaign went on and wrote its report
@@ -510,10 +521,8 @@ def test_the_cars_odometry_stamps_move_onto_the_trials_clock():
 @pytest.mark.timeout(300)
 def test_sigterm_to_netloop_stops_the_remote_nodes_and_brings_the_records_home(tmp_path):
     with _long_run_through_ssh(tmp_path) as (lab, proc):
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not list((tmp_path / "out").rglob("plant.log")):
-            time.sleep(0.2)
-        time.sleep(5.0)                                   # the loop running for a while
+        # the loop running for a while: 75 samples (1.5 s) written on the robot
+        assert _wait_for(lambda: _plant_rows_on_the_robot(lab) >= 75, 60), "the plant wrote no samples"
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 130 and "interrupted (SIGTERM)" in out, out
@@ -559,7 +568,9 @@ def test_a_silent_network_stops_the_robot_the_driver_first_and_the_next_run_star
                flows=TELEOP_CAR["flows"] + [dict(FLOW_ONLY["flows"][0], count=0)])
     exp = _write(tmp_path, doc)
     with SshLab("ethernet", tmp_path / "lab") as lab:
-        hosts = lab.hosts_file()                   # heartbeat_timeout: the default, 3 s
+        # heartbeat_timeout: the default, 3 s. The lost connection noticed within ~3 s (not ~6 s)
+        # and each connection tried in the silence given up after 2 s (not 5 s): the run ends sooner
+        hosts = lab.hosts_file(ssh={"connect_timeout": 2, "options": ["ServerAliveInterval=1"]})
         bound = 3.0 + 1.0 + 3.0 + 1.5              # driver 3 s, the others 1 s later, SIGINT's grace, slack
         # (without the operator's master a ROS node's shutdown hangs unregistering: SIGKILL ends it)
         proc = lab.popen_netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(hosts))
