@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 import yaml
+from registrations import forget_node
 
 from netloop import paths, rosenv
 from netloop.analysis.records import read_events
@@ -19,7 +20,9 @@ from netloop.master import wait_for
 
 pytestmark = pytest.mark.integration
 
-TRIAL = {"duration": 7.0, "speed_step_time": 1.0, "heading_step_time": 3.0}
+# the heading judged over the last second, 2-3 s after its step, as in the launch's run
+TRIAL = {"duration": 6.0, "speed_step_time": 1.0, "heading_step_time": 3.0}
+LAUNCH_DURATION = 7.0   # the launch's node steps the heading at the config file's 4.0 s
 
 
 def _start_sim(roscore, env):
@@ -35,10 +38,10 @@ def test_trial_drives_the_simulated_car_through_its_steps(roscore, tmp_path, tra
     if transport == "tcp_nodelay":
         trial = roscore.group.start("trial", [
             "roslaunch", "netloop", "teleop.launch", "trial:=true", f"transport:={transport}",
-            f"record_dir:={record.parent}", f"duration:={TRIAL['duration']}"], env=env)
+            f"record_dir:={record.parent}", f"duration:={LAUNCH_DURATION}"], env=env)
         # the launch's node uses the config file's step times: 1.0 s and 4.0 s
         steps = yaml.safe_load((paths.REPO / "controllers/config/teleop_trial.yaml").read_text())
-        steps.update(duration=TRIAL["duration"])
+        steps.update(duration=LAUNCH_DURATION)
     else:
         roscore.group.start("relay", ["/usr/lib/topic_tools/relay", "odom", "odom_net"], env=env)
         steps = yaml.safe_load((paths.REPO / "controllers/config/teleop_trial.yaml").read_text())
@@ -98,10 +101,12 @@ def test_trial_refuses_bad_parameters(roscore, tmp_path):
     trial = roscore.group.start("trial", [str(paths.node_binary("teleop_trial")), "__name:=teleop_trial",
                                           "_transport:=sctp"], env=env)
     assert trial.popen.wait(timeout=30) == 2
+    forget_node(roscore, "/teleop_trial")   # it exited without unregistering: the master stays clean
     assert "unknown transport 'sctp'; allowed: tcp, tcp_nodelay, udp" in trial.log_path.read_text()
     trial = roscore.group.start("trial2", [str(paths.node_binary("teleop_trial")), "__name:=teleop_trial2",
                                            "_rate:=-5"], env=env)
     assert trial.popen.wait(timeout=30) == 2
+    forget_node(roscore, "/teleop_trial2")
     assert "/teleop_trial2/rate = -5 is invalid" in trial.log_path.read_text()
 
 
@@ -113,6 +118,15 @@ def test_trial_gives_up_without_odometry(roscore, tmp_path):
     assert "no odometry received" in trial.log_path.read_text()
 
 
+def _commanded_speed(record) -> float:
+    """The highest speed the trial has commanded so far (0 while its record is being written)."""
+    try:
+        cmd_v = read_events(record).select("tx", "cmd_speed")
+        return float(cmd_v.value.max()) if len(cmd_v) else 0.0
+    except Exception:  # noqa: BLE001 - a row half written
+        return 0.0
+
+
 def test_trial_interrupted_stops_the_car_first(roscore, tmp_path):
     env = rosenv.node_env(roscore.uri, "127.0.0.1", tmp_path / "ros")
     sim = _start_sim(roscore, env)
@@ -121,7 +135,9 @@ def test_trial_interrupted_stops_the_car_first(roscore, tmp_path):
                                           "_duration:=60", f"_record_path:={record}"], env=env)
     # the record is written as it happens (the log only when flushed): the trial has started
     assert wait_for(lambda: record.exists() and "ref_speed" in record.read_text(), 30), trial.log_path.read_text()
-    time.sleep(2.0)                                   # moving at 0.3 m/s by now
+    # moving at 0.3 m/s by now: the speed step commanded (polled; was a fixed 2 s)
+    assert wait_for(lambda: _commanded_speed(record) > 0.2, 30), trial.log_path.read_text()
+    time.sleep(0.2)
     assert roscore.group.stop(trial) == 130
     ev = read_events(record)
     cmd_v = ev.select("tx", "cmd_speed")
