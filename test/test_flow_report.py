@@ -21,9 +21,9 @@ def swept(tmp_path_factory):
     _, out = run_campaign(tmp_path_factory.mktemp("flowrep"), {
         "transport": "tcp_nodelay", "loop": {"type": "none"},
         "sweep": {"flows[0].size_bytes": SIZES},
-        "flows": [{"name": "data", "kind": "generic", "size_bytes": 256, "period": 0.02, "count": 60,
+        "flows": [{"name": "data", "kind": "generic", "size_bytes": 256, "period": 0.02, "count": 30,
                    "start_delay": 0.5},
-                  {"name": "ping", "kind": "echo", "size_bytes": 64, "period": 0.02, "count": 60, "start_delay": 0.5}]},
+                  {"name": "ping", "kind": "echo", "size_bytes": 64, "period": 0.02, "count": 30, "start_delay": 0.5}]},
         "flowrep")
     assert write_report(out) == out / "report.html"
     return out
