@@ -31,7 +31,7 @@ def test_replica_names_must_not_collide():
 @pytest.mark.integration
 def test_three_node_pairs_each_deliver_their_own_topic(tmp_path):
     _, out = run_campaign(tmp_path, {"transport": "tcp_nodelay", "loop": {"type": "none"}, "flows": [
-        {"name": "pair", "size_bytes": 4096, "period": 0.01, "count": 150, "replicas": 3, "start_delay": 0.5}]},
+        {"name": "pair", "size_bytes": 4096, "period": 0.01, "count": 75, "replicas": 3, "start_delay": 0.5}]},
         "vertical")
     run = out / "runs" / "tcp_nodelay-r0"
     meta = load_metadata(run).to_json()
@@ -39,7 +39,7 @@ def test_three_node_pairs_each_deliver_their_own_topic(tmp_path):
     assert set(meta["negotiated_transport"]) == {"/flows/pair_1", "/flows/pair_2", "/flows/pair_3"}
     for flow in RunSpec.from_metadata(meta["experiment"]).experiment.flow_instances:
         f = analyse_flow(run, flow)
-        assert f["ok"] and f["sent"] == 150 and f["MDR"] == 1.0, f
+        assert f["ok"] and f["sent"] == 75 and f["MDR"] == 1.0, f
 
 
 @pytest.mark.integration
