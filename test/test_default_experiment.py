@@ -1,5 +1,11 @@
 """The default experiment of `make run` (experiments/pound_fig21.yaml), in its --quick variant,
-end to end through bin/netloop over the ns-3 802.11a link (root only)."""
+end to end through bin/netloop over the ns-3 802.11a link (root only).
+
+Eleven runs and a report (about 1.5 minutes): with the studies' quick reproductions, a whole
+experiment file run as a user runs it, in `make test-studies` (NETLOOP_TEST_STUDIES=1), which
+.ci/run runs after `make test`. `make test` covers its parts: the file validated and dry-run
+(test_docs), every transport over the same link (test_echo_flow, test_transport_*), the report
+on campaigns of its shape (test_report*, test_docs)."""
 from __future__ import annotations
 
 import json
@@ -14,6 +20,9 @@ from netloop import paths
 from netloop.transports import transport_names
 
 pytestmark = [pytest.mark.integration, pytest.mark.root,
+              pytest.mark.skipif(os.environ.get("NETLOOP_TEST_STUDIES") != "1",
+                                 reason="the default experiment's quick run is in 'make test-studies' "
+                                        "(NETLOOP_TEST_STUDIES=1)"),
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
 
 
