@@ -34,9 +34,10 @@ TELEOP_HEADER = ["rank", "transport", "IAE vs local, speed + heading [s]", "spee
 def decision_section(runs: list[RunAnalysis], descriptions: dict[str, str]) -> Section | None:
     """The teleop trial's decision table: transports ranked by how far their speed and
     heading steps stray from the trial run on the car (IAE vs local, summed)."""
-    good = [a for a in runs if teleop_result(a) is not None and teleop_result(a).ok and a.status == "complete"]
-    local = next((teleop_result(a) for a in good if teleop_result(a).local), None)
-    remote = [a for a in good if not teleop_result(a).local]
+    trial = {a.run_id: t for a in runs if (t := teleop_result(a)) is not None and t.ok and a.status == "complete"}
+    good = [a for a in runs if a.run_id in trial]
+    local = next((trial[a.run_id] for a in good if trial[a.run_id].local), None)
+    remote = [a for a in good if not trial[a.run_id].local]
     if not remote:
         return None
     section = Section("Decision table")
@@ -52,7 +53,7 @@ def decision_section(runs: list[RunAnalysis], descriptions: dict[str, str]) -> S
         by: dict[str, list] = {}
         for a in remote:
             if degradation.setting_of(a) == setting:
-                by.setdefault(a.transport, []).append(teleop_result(a))
+                by.setdefault(a.transport, []).append(trial[a.run_id])
         cands = []
         for transport, trials in by.items():
             speed = [step_deviation(t.speed, local.speed) for t in trials] if local else []
