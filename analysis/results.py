@@ -67,10 +67,20 @@ class Result:
             return default
         return default if value is None else value
 
+
+class RunResult(Result):
+    """Base of a loop kind's typed result of one run (:attr:`RunAnalysis.result`): says whether
+    the run is usable and writes the run's analysis.json entry. A kind's result class overrides
+    either (a dataclass field ``ok`` does too)."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run's result is usable (by default: not)."""
+        return False
+
     def run_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """The run's entry of analysis.json when this is the run's :attr:`RunAnalysis.result`,
-        from the generic ``entry``: by default the entry with this result as ``result``. A loop
-        kind's result class writes its own entry by overriding this."""
+        """The run's entry of analysis.json from the generic ``entry``: by default the entry with
+        this result as ``result``."""
         return entry | {"result": self.to_json()}
 
 
@@ -210,7 +220,7 @@ class StepResponse(Result):
 
 
 @dataclass
-class TeleopRunResult(Result):
+class TeleopRunResult(RunResult):
     """One teleoperation run: the trial's speed and heading steps and its messages' delays."""
 
     run_dir: str
@@ -302,8 +312,8 @@ class RunAnalysis(Result):
     loop_type: str
     cell: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
-    #: the loop kind's typed result of the run; it writes the run's analysis.json entry (:meth:`Result.run_entry`)
-    result: Result | None = None
+    #: the loop kind's typed result of the run; it writes the run's analysis.json entry (:meth:`RunResult.run_entry`)
+    result: RunResult | None = None
     flows: list[FlowResult] = field(default_factory=list)
     meta: RunRecord = series(RunRecord)       # the run's metadata.json (the empty record when unusable)
 
@@ -315,7 +325,7 @@ class RunAnalysis(Result):
     @property
     def ok(self) -> bool:
         """Whether the kind's result of the run is usable (its ``ok``; False without one)."""
-        return bool(getattr(self.result, "ok", False))
+        return self.result is not None and self.result.ok
 
     def add_problems(self, problems: list[str], prefix: str = "") -> None:
         """Add problems not listed yet."""
@@ -325,7 +335,7 @@ class RunAnalysis(Result):
 
     def to_json(self, point: RunPoint | None = None) -> dict[str, Any]:
         """The run's entry of analysis.json (with its degradation point): the generic keys,
-        then what the kind's result makes of them (:meth:`Result.run_entry`)."""
+        then what the kind's result makes of them (:meth:`RunResult.run_entry`)."""
         entry = {"run_id": self.run_id, "transport": self.transport, "status": self.status, "ok": self.ok,
                  "cell": self.cell, "problems": list(self.problems), "loop_type": self.loop_type,
                  "degradation": to_json(point), "prediction": None, "flows": to_json(self.flows)}

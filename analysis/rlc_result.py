@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .results import LoopRunResult, PredictionResult, Result, RunAnalysis, to_json
+from .results import LoopRunResult, PredictionResult, RunAnalysis, RunResult, to_json
 
 #: the keys of the generic analysis.json entry an rlc run's loop result writes itself
 _LOOP_KEYS = ("run_id", "transport", "status", "ok", "cell")
 
 
 @dataclass
-class RlcRunResult(Result):
+class RlcRunResult(RunResult):
     """An RLC-loop run: its loop (with ``loop.per_robot``, the first robot's: the one the loop
     tables show), every robot's loop by robot (per_robot only), and the prediction of its
     response from its measured delays (when its loop could be analysed)."""

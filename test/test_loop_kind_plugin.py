@@ -20,7 +20,7 @@ from netloop.analysis.kinds import LoopAnalysis, ReportContext
 from netloop.analysis.records import read_events
 from netloop.analysis.rendering import Document, Section
 from netloop.analysis.report import closing, write_report_document
-from netloop.analysis.results import LoopRunResult, Result, RunAnalysis, StepResponse, TeleopRunResult
+from netloop.analysis.results import LoopRunResult, RunAnalysis, RunResult, StepResponse, TeleopRunResult
 from netloop.analysis.rlc_result import RlcRunResult, rlc_loop, rlc_result
 from netloop.analysis.teleop_run import teleop_result
 from netloop.experiment import validate_experiment
@@ -59,11 +59,15 @@ class PingLoop(LoopKind):
 
 
 @dataclass
-class PingResult(Result):
-    """The toy's typed result of one run (analysis.json's ``result``)."""
+class PingResult(RunResult):
+    """The toy's typed result of one run (analysis.json's ``result``): usable when a ping arrived."""
 
     sent: int
     received: int
+
+    @property
+    def ok(self) -> bool:
+        return self.received > 0
 
 
 class PingAnalysis(LoopAnalysis):
@@ -162,7 +166,9 @@ def test_a_run_holds_one_kind_result_which_writes_its_entry_and_says_ok():
         "run_id": "udp-r0", "transport": "udp", "status": "complete", "ok": False, "cell": {"condition": "udp"},
         "problems": [], "loop_type": "none", "degradation": None, "prediction": None, "flows": []}
     ping = RunAnalysis(loop_type="ping", result=PingResult(3, 2), **generic)
-    assert not ping.ok and ping.to_json() == none.to_json() | {"loop_type": "ping", "result": {"sent": 3, "received": 2}}
+    assert ping.ok and ping.to_json() == none.to_json() | {"loop_type": "ping", "ok": True,
+                                                           "result": {"sent": 3, "received": 2}}
+    assert not RunAnalysis(loop_type="ping", result=PingResult(3, 0), **generic).ok
     teleop = RunAnalysis(loop_type="teleop", result=_trial("udp-r0", False), **generic)
     assert teleop.ok and teleop.to_json() == none.to_json() | {"loop_type": "teleop", "ok": True}
     assert teleop_result(teleop) is teleop.result and teleop_result(ping) is None and rlc_result(teleop) is None
