@@ -1,8 +1,8 @@
 """What a run asks a transport instead of testing its class: whether it is a ROS 2 transport
-(its ``middleware``)."""
+(its ``middleware``), and its run hooks, which do nothing for a ROS 1 transport. (What they do
+for a ROS 2 one: test_transport_ros2's runs.)"""
 from __future__ import annotations
 
-from netloop.run_ros2 import ros2, split_native
 from netloop.transports import get_transport, transport_names
 from netloop.transports.base import Transport
 from netloop.transports.ros2 import MIDDLEWARES
@@ -10,11 +10,15 @@ from netloop.transports.ros2 import MIDDLEWARES
 
 def test_only_ros2_transports_name_a_middleware():
     assert Transport.middleware is None
+    conns = [("/y", "/plant", "/controller")]
     for name in transport_names():
         t = get_transport(name)
         if name in MIDDLEWARES:
-            assert t.middleware == name and ros2(t) is t
+            assert t.middleware == name
+            assert t.run_record() == {}     # never started: nothing to record
         else:
-            assert t.middleware is None and ros2(t) is None
-            conns = [("/y", "/plant", "/controller")]
-            assert split_native(t, conns) == (conns, [])
+            assert t.middleware is None
+            assert t.native_connections(conns) == []
+            assert t.unmatched([], lambda host, path: None) == []
+            assert t.negotiated({"/y": "TCPROS"}, []) == {"/y": "TCPROS"}
+            assert t.run_record() == {}

@@ -23,7 +23,6 @@ from .processes import SENDER, ManagedProcess, ProcessGroup, log_tail
 from .run_connections import wait_connected
 from .run_files import RunRecord
 from .run_nodes import Nodes, StartedFlows, crossing_topics, start_flows, start_masters, topic_qos
-from .run_ros2 import ros2, ros2_record
 from .run_timeline import RunPhases
 from .rundir import RunMetadata, cpu_steal_seconds, create_run_dir
 from .testbed import Testbed, load_profile
@@ -91,8 +90,8 @@ class Run:
         """Hosts and limits: the namespaces and their link, or the real machines checked and
         their clocks measured; one cgroup per CPU-limited host."""
         hosts = self.own_hosts = hosts_for(self.exp, self.link, self.run_dir, self.log)
-        if ros2(self.transport):   # its record last (real machines: after the records came home)
-            self.stack.callback(self._record_ros2)
+        # the transport's record last (real machines: after the records came home)
+        self.stack.callback(self._record_transport)
         if self.exp.machines:      # after down(): the clocks after the run, the records home
             self.stack.callback(lambda: self.meta.update(link=hosts.metadata()))
         self.stack.enter_context(hosts)
@@ -253,10 +252,10 @@ class Run:
         _check_alive(procs)
         self.group.sample_cpu()
 
-    def _record_ros2(self) -> None:
-        record = ros2_record(self.transport)
-        if record is not None:
-            self.meta.update(ros2=record)
+    def _record_transport(self) -> None:
+        record = self.transport.run_record()
+        if record:
+            self.meta.update(**record)
 
 
 def _check_alive(procs) -> None:

@@ -7,7 +7,6 @@ import time
 import xmlrpc.client
 from typing import Callable
 
-from . import run_ros2
 from .connections import describe, node_connections
 from .hosts import Hosts
 from .master import MasterError
@@ -61,19 +60,20 @@ def wait_connected(nodes: Nodes, hosts: Hosts, transport: Transport, connections
     ``between_polls`` runs before each poll (checks that no process died, samples CPU).
     Returns the negotiated transport of each connection (:func:`negotiated_transports`; None
     when not every ROS 1 connection is up) and what is still missing ([] when connected)."""
-    ros1, native = run_ros2.split_native(transport, connections)
+    native = transport.native_connections(connections)
+    ros1 = [c for c in connections if c not in native]
     found, seen, unmatched = None, {}, []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         between_polls()
         if found is None:
             found = negotiated_transports(nodes, ros1, seen)
-        unmatched = run_ros2.unmatched(transport, native, hosts)
+        unmatched = transport.unmatched(native, hosts.read_text)
         if found is not None and not unmatched:
             break
         time.sleep(POLL_S)
     if found is not None:
-        found = run_ros2.negotiated(transport, found, [] if unmatched else native)
+        found = transport.negotiated(found, [] if unmatched else native)
     missing = sorted(f"{topic} ({publisher} -> {subscriber})" for topic, publisher, subscriber in ros1
                      if (topic, publisher, subscriber) not in seen)
     missing += [f"{node} (its {transport.name} endpoints not matched: no matched_ns in its status file "

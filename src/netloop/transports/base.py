@@ -7,6 +7,9 @@ from typing import Any, Callable
 
 from ..schema import Map
 
+#: a connection of the run: (topic, publisher node, subscriber node)
+Connection = tuple[str, str, str]
+
 
 @dataclass(frozen=True)
 class CrossingTopic:
@@ -65,8 +68,7 @@ class Transport:
     #: schema of this transport's entry in the experiment's ``transport_options`` (None: no options)
     options_schema: Map | None = None
     #: the ROS 2 middleware carrying the topics (``cyclonedds``, ``fastdds``, ``zenoh``), None for
-    #: a ROS 1 transport; a run over one waits for its endpoints' match and records ``ros2`` in
-    #: metadata.json (:mod:`netloop.run_ros2`)
+    #: a ROS 1 transport
     middleware: str | None = None
 
     def subscriber_transport(self, topic: str, message_bytes: int | None = None) -> str:
@@ -102,3 +104,27 @@ class Transport:
     def metadata(self) -> dict[str, Any]:
         """What to record about this transport in the run's metadata.json."""
         return {"name": self.name, "description": self.description}
+
+    # --- what a run asks of it while connecting, and after -----------------------------------
+    def native_connections(self, connections: list[Connection]) -> list[Connection]:
+        """Those of the run's ``connections`` (topic, publisher, subscriber) that have no ROS 1
+        connection to read, because the transport's own endpoints carry them (a ROS 2
+        middleware's, ``deployment: native``); by default none."""
+        return []
+
+    def unmatched(self, native: list[Connection], read_text: Callable[[str, str], str | None]) -> list[str]:
+        """What the run must still wait for before it is connected, besides the ROS 1
+        connections: the nodes of the ``native`` connections and the transport's own processes
+        not matched yet (``read_text(host, path)`` reads a file on a host); by default nothing."""
+        return []
+
+    def negotiated(self, ros1: dict[str, str], native: list[Connection]) -> dict[str, str]:
+        """The connections as they are, for metadata.json's ``negotiated_transport``, from the
+        ROS 1 ones read from the nodes (``ros1``) and the ``native`` ones (empty while some are
+        unmatched); by default ``ros1``."""
+        return ros1
+
+    def run_record(self) -> dict[str, Any]:
+        """Entries of metadata.json written when the run has ended (on real machines, after the
+        records came home): a ROS 2 transport's ``ros2``; by default none."""
+        return {}

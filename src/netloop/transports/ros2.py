@@ -30,14 +30,15 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .. import paths
 from ..jsonio import write_json_atomic
 from ..ros2 import config as ros2config
 from ..ros2.qos import Qos, resolve
 from ..schema import validate
-from .base import CrossingTopic, Transport, TransportContext
+from . import ros2_run
+from .base import Connection, CrossingTopic, Transport, TransportContext
 from .relay_common import TransportError, _shorten, message_type
 from .ros2_bridge_plan import STATUS_SUFFIX, bridge_plan
 from .options import typed
@@ -312,6 +313,20 @@ class Ros2Transport(Transport):
             else:
                 waiting.append(p["name"])
         return waiting
+
+    # --- the run's hooks (what a run does differently with ROS 2: transports/ros2_run.py) --------
+    def native_connections(self, connections: list[Connection]) -> list[Connection]:
+        return ros2_run.native_connections(self, connections)
+
+    def unmatched(self, native: list[Connection], read_text: Callable[[str, str], str | None]) -> list[str]:
+        return ros2_run.unmatched(self, native, read_text)
+
+    def negotiated(self, ros1: dict[str, str], native: list[Connection]) -> dict[str, str]:
+        return ros2_run.negotiated(self, ros1, native)
+
+    def run_record(self) -> dict[str, Any]:
+        record = ros2_run.ros2_record(self)
+        return {} if record is None else {"ros2": record}
 
     def metadata(self) -> dict[str, Any]:
         opts = self.options or validate(self.options_schema, {})

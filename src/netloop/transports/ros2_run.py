@@ -1,4 +1,5 @@
-"""What a run does differently with a ROS 2 transport (:class:`netloop.transports.ros2.Ros2Transport`):
+"""What a run does differently with a ROS 2 transport, behind :class:`Ros2Transport
+<netloop.transports.ros2.Ros2Transport>`'s run hooks (:class:`netloop.transports.base.Transport`):
 a connection whose two nodes speak the middleware natively has no ROS 1 connection to read, so
 each node's status file says when its endpoints are matched; bridges' middleware side must be
 matched too; and metadata.json gets a ``ros2`` record."""
@@ -6,66 +7,52 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Callable
 
-from .hosts import Hosts
-from .transports import Transport
+from .base import Connection
+from .ros2_bridge_plan import STATUS_SUFFIX
 
 if TYPE_CHECKING:
-    from .transports.ros2 import Ros2Transport
+    from .ros2 import Ros2Transport
 
 
-def ros2(transport: Transport) -> Ros2Transport | None:
-    """``transport`` as a ROS 2 transport (one that names its middleware), or None when it is
-    not one."""
-    return cast("Ros2Transport", transport) if transport.middleware is not None else None
+def native_connections(t: Ros2Transport, connections: list[Connection]) -> list[Connection]:
+    """The connections whose publisher and subscriber both speak the middleware (``deployment:
+    native``): they have no ROS 1 connection to read."""
+    return [c for c in connections if c[1] in t.native_nodes and c[2] in t.native_nodes]
 
 
-def split_native(transport: Transport, connections: list[tuple[str, str, str]]):
-    """(ROS 1 connections, native connections): a connection whose publisher and subscriber
-    both speak a ROS 2 middleware (``deployment: native``) has no ROS 1 connection to read."""
-    t = ros2(transport)
-    native = t.native_nodes if t is not None else {}
-    ros1 = [c for c in connections if not (c[1] in native and c[2] in native)]
-    return ros1, [c for c in connections if c not in ros1]
-
-
-def read_status(hosts: Hosts, host: str, path: str) -> dict | None:
-    """A node's middleware status file, read on its host (None while it is not there)."""
-    text = hosts.read_text(host, path)
+def read_status(read_text: Callable[[str, str], str | None], host: str, path: str) -> dict | None:
+    """A node's middleware status file, read on its host with ``read_text(host, path)`` (None
+    while it is not there)."""
+    text = read_text(host, path)
     try:
         return json.loads(text) if text and text.strip() else None
     except ValueError:   # written as we read it
         return None
 
 
-def unmatched(transport: Transport, native: list[tuple[str, str, str]], hosts: Hosts) -> list[str]:
+def unmatched(t: Ros2Transport, native: list[Connection], read_text: Callable[[str, str], str | None]) -> list[str]:
     """The nodes whose middleware endpoints are not matched yet: the native connections' nodes
     whose status file has no ``matched_ns`` (once matched, a node is not asked again), then the
     bridges not matched on their middleware side."""
-    t = ros2(transport)
-    if t is None:
-        return []
     waiting = []
     for node in sorted({n for _, pub, sub in native for n in (pub, sub)}):
         entry = t.native_nodes[node]
         if entry.get("matched"):
             continue
-        status = read_status(hosts, entry["host"], entry["status_path"])
+        status = read_status(read_text, entry["host"], entry["status_path"])
         if status and status.get("matched_ns"):
             entry["matched"] = True
         else:
             waiting.append(node)
-    return waiting + t.unmatched_bridges(lambda h, path: read_status(hosts, h, path))
+    return waiting + t.unmatched_bridges(lambda h, path: read_status(read_text, h, path))
 
 
-def negotiated(transport: Transport, ros1: dict[str, str], native: list[tuple[str, str, str]]) -> dict[str, str]:
+def negotiated(t: Ros2Transport, ros1: dict[str, str], native: list[Connection]) -> dict[str, str]:
     """The connections as they are, for metadata.json: the ROS 1 ones (``ros1``, read from the
     nodes), each native one as the transport describes its topic, a bridged one as the
     transport describes the bridge over its ROS 1 connection."""
-    t = ros2(transport)
-    if t is None:
-        return ros1
     several = {topic for topic, _, _ in native if sum(1 for c in native if c[0] == topic) > 1}
     out = {**ros1, **{f"{topic} -> {sub}" if topic in several else topic: t.describe_topic(topic)
                       for topic, _, sub in native}}
@@ -74,14 +61,13 @@ def negotiated(transport: Transport, ros1: dict[str, str], native: list[tuple[st
     return out
 
 
-def ros2_record(transport: Transport) -> dict[str, Any] | None:
+def ros2_record(t: Ros2Transport) -> dict[str, Any] | None:
     """metadata.json's ``ros2``: the middleware, the deployment, the QoS per topic, and per node
     (native nodes and bridges) its discovery time (matched - started), first sample per topic
-    (first arrival - started) and the middleware's wire statistics at exit."""
-    t = ros2(transport)
-    if t is None or t.ctx is None:
+    (first arrival - started) and the middleware's wire statistics at exit (None: the transport
+    was never started)."""
+    if t.ctx is None:
         return None
-    from .transports.ros2 import STATUS_SUFFIX  # noqa: PLC0415
     files = {n[1:]: Path(e["status_path"]) for n, e in t.native_nodes.items()}
     for p in t.processes:
         if "status_path" in p["params"]:
@@ -97,7 +83,7 @@ def ros2_record(transport: Transport) -> dict[str, Any] | None:
 def _node_record(path: Path) -> dict[str, Any]:
     """One node's part of the ``ros2`` record, from its status file (here: after the run, the
     records of real machines are home)."""
-    from .transports.ros2 import read_status as read_here  # noqa: PLC0415
+    from .ros2 import read_status as read_here  # noqa: PLC0415
     st = read_here(path)
     if not st:
         return {"status": "no status file"}
