@@ -38,6 +38,7 @@ from pathlib import Path
 import pytest
 
 from netloop import clocksync, paths, robot_side
+from netloop.transports.multimaster import mm_sync_option_params
 
 REPO = paths.REPO
 #: vermin's command, installed beside this Python by requirements.txt
@@ -591,9 +592,10 @@ def test_mm_sync_runs_as_a_ros_node_with_only_the_robots_packages(robot_python, 
     env.update(roscore.env, ROS_MASTER_URI=roscore.uri, ROS_IP="127.0.0.1", NETLOOP_ROBOT_SYSTEM="1",
                PYTHONPATH=str(paths.DEVEL / "lib/python3/dist-packages"))
     stats = tmp_path / "mm_sync_robot.jsonl"
-    roscore.set_params({"host": "robot", "address": "127.0.0.1", "domain": str(tmp_path), "discovery": "static",
-                        "port": 0, "peers": [], "allowed_peers": ["127.0.0.1"], "heartbeat_hz": 10.0,
-                        "sync_interval": 0.1, "stats_period": 0.2, "stats_path": str(stats)}, "/mm_sync_robot")
+    roscore.set_params(mm_sync_option_params(None) | {
+        "host": "robot", "address": "127.0.0.1", "domain": str(tmp_path), "discovery": "static", "port": 0,
+        "peers": [], "allowed_peers": ["127.0.0.1"], "heartbeat_hz": 10.0, "sync_interval": 0.1,
+        "stats_period": 0.2, "stats_path": str(stats)}, "/mm_sync_robot")
     with open(tmp_path / "mm_sync.log", "wb") as log:
         proc = subprocess.Popen(argv + ["netloop.transports.mm_sync", "__name:=mm_sync_robot"], env=env,
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -168,6 +168,7 @@ def test_own_multimaster_configuration():
     assert p["peers"] == [{"host": "robot", "address": "10.77.0.1", "port": 11611},
                           {"host": "operator", "address": "10.77.0.2", "port": 11612}]
     assert p["allowed_peers"] == ["10.77.0.1", "10.77.0.2"] and p["domain"] == specs[1]["params"]["domain"]
+    assert p["heartbeat_hz"] == 5.0 and p["peer_timeout"] == 2.0 and p["mcast_port"] == 11511
     t = get_transport("multimaster")
     t.options = opts
     try:
@@ -183,3 +184,16 @@ def test_ports_never_overlap_on_one_address(tmp_path):
     assert len(set.union(*blocks)) == 6
     ns = TransportContext(tmp_path, address=ADDRESS)
     assert host_ports(ns, 17100, per_host=2) == {"robot": 17100, "operator": 17102}
+
+
+def test_own_sync_takes_the_options_values_from_its_parameters_and_refuses_without_them():
+    """mm_sync has no defaults of its own for what the options set (MultimasterOptions holds
+    them): a parameter left unset is refused by name."""
+    from netloop.transports import mm_sync
+    params = {"~" + k: v for k, v in multimaster.mm_sync_option_params({"heartbeat_hz": 2}).items()}
+    cfg = mm_sync.read_config(lambda name, default: params.get(name, default))
+    assert cfg["heartbeat_hz"] == 2 and cfg["peer_timeout"] == 2.0 and cfg["discovery"] == "auto"
+    assert cfg["stats_period"] == 1.0     # the node's own default
+    del params["~peer_timeout"]
+    with pytest.raises(SystemExit, match="~peer_timeout is not set .*transport_options.multimaster.peer_timeout"):
+        mm_sync.read_config(lambda name, default: params.get(name, default))

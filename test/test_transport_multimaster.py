@@ -20,6 +20,7 @@ from netloop.analysis.records import read_events
 from netloop.master import RosMaster, free_port, wait_for
 from netloop.processes import ProcessGroup
 from netloop.transports.relay_common import python_module_argv
+from netloop.transports.multimaster import mm_sync_option_params
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("nothing_left_behind")]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
@@ -115,7 +116,8 @@ def test_resync_after_a_peer_disappears_and_comes_back(tmp_path, ros_env):
 
         def start_sync(h):
             name = f"mm_sync_{h}"
-            masters[h].set_params({"host": h, "address": "127.0.0.1", "domain": str(tmp_path), "discovery": "static",
+            masters[h].set_params(mm_sync_option_params(None) | {
+                                   "host": h, "address": "127.0.0.1", "domain": str(tmp_path), "discovery": "static",
                                    "port": ports[h], "peers": peers, "allowed_peers": ["127.0.0.1"],
                                    "heartbeat_hz": 10.0, "peer_timeout": 1.0, "sync_interval": 0.1,
                                    "sync_topics": ["/t"], "stats_period": 0.2,

@@ -298,16 +298,25 @@ class MasterSync(Discovery):
             self.publish_stats(report)
 
 
+#: the parameters the multimaster transport sets from ``transport_options.multimaster`` (their
+#: defaults are MultimasterOptions'; a robot's Python 3.8 cannot import the typed sections)
+FROM_OPTIONS = ("discovery", "mcast_group", "mcast_port", "port", "heartbeat_hz", "peer_timeout", "static_after",
+                "sync_interval")
+#: the node's own parameters and their defaults
 DEFAULTS: dict[str, Any] = {
-    "host": None, "address": None, "domain": "", "discovery": "auto", "mcast_group": "239.255.77.1", "mcast_port": 11511,
-    "port": 11611, "peers": [], "allowed_peers": [], "heartbeat_hz": 5.0, "peer_timeout": 2.0,
-    "static_after": 1.0, "sync_interval": 0.2, "refresh_interval": 1.0, "sync_topics": [],
-    "stats_period": 1.0, "stats_path": "",
+    "host": None, "address": None, "domain": "", "peers": [], "allowed_peers": [], "refresh_interval": 1.0,
+    "sync_topics": [], "stats_period": 1.0, "stats_path": "",
 }
+_MISSING = object()
 
 
 def read_config(get_param) -> dict[str, Any]:
     cfg = {k: get_param("~" + k, v) for k, v in DEFAULTS.items()}
+    for k in FROM_OPTIONS:
+        cfg[k] = get_param("~" + k, _MISSING)
+        if cfg[k] is _MISSING:
+            raise SystemExit(f"mm_sync: ~{k} is not set (the multimaster transport sets it from "
+                             f"transport_options.multimaster.{k})")
     if cfg["address"] is None:
         cfg["address"] = os.environ.get("ROS_IP", "127.0.0.1")
     if cfg["host"] is None:

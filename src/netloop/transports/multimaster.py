@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from ..schema import Enum, Int, List, Num, Str, key, section
 from .base import CrossingTopic, TransportContext
+from .mm_sync import FROM_OPTIONS as MM_SYNC_FROM_OPTIONS
 from .options import mapping_schema, typed
 from .relay_common import (SMALL_MESSAGE_BYTES, RelayTransport, TransportError, find_ros_package, host_ports,
                            python_module_argv, ros_executable)
@@ -53,6 +54,13 @@ class MultimasterOptions:
 
 #: the options as an experiment file holds them
 OPTIONS = mapping_schema(MultimasterOptions)
+
+
+def mm_sync_option_params(options: MultimasterOptions | dict[str, Any] | None) -> dict[str, Any]:
+    """The parameters of netloop's own sync (:mod:`.mm_sync`) that come from the options, its
+    only defaults (None: every default)."""
+    o = typed(MultimasterOptions, options)
+    return {k: getattr(o, k) for k in MM_SYNC_FROM_OPTIONS}
 
 
 def fkie_installed() -> bool:
@@ -120,13 +128,10 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
         else:
             name = f"mm_sync_{h}"
             out.append({"name": name, "host": h, "argv": python_module_argv("netloop.transports.mm_sync", name),
-                        "params": {"host": h, "address": address[h], "domain": domain,
-                                   "discovery": o.discovery, "mcast_group": o.mcast_group, "mcast_port": o.mcast_port,
-                                   "port": ports[h], "peers": peers,
-                                   "allowed_peers": sorted(set(address.values())),
-                                   "heartbeat_hz": o.heartbeat_hz, "peer_timeout": o.peer_timeout,
-                                   "static_after": o.static_after, "sync_interval": o.sync_interval,
-                                   "sync_topics": sync_topics, "stats_path": str(records / f"relay_{name}_stats.jsonl")},
+                        "params": mm_sync_option_params(o) | {
+                            "host": h, "address": address[h], "domain": domain, "port": ports[h], "peers": peers,
+                            "allowed_peers": sorted(set(address.values())), "sync_topics": sync_topics,
+                            "stats_path": str(records / f"relay_{name}_stats.jsonl")},
                         "own": True})
     return out
 
