@@ -202,6 +202,7 @@ def transport_descriptions(runs: list[RunAnalysis]) -> dict[str, str]:
     return out
 
 
-def glossary_section() -> Section:
-    """The glossary at the end of the report (analysis.glossary, the single source)."""
-    return Section("Glossary").table(["term", "unit", "meaning"], glossary.rows())
+def glossary_section(kinds: list[str]) -> Section:
+    """The glossary at the end of the report (analysis.glossary, the single source): the generic
+    terms and those of the loop kinds called ``kinds``."""
+    return Section("Glossary").table(["term", "unit", "meaning"], glossary.rows(kinds=kinds))

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 from ..loops import loop_analysis, loop_kind_names
 from ..run_files import RunRecord
-from . import decision
+from . import decision, glossary
 from .rendering import Section
 from .results import DirectionStats, RunAnalysis, RunPoint
 
@@ -42,6 +42,8 @@ class LoopAnalysis:
     perturbing flows): nothing of its own to analyse."""
 
     name = "none"
+    #: the kind's words of the report's glossary, added to the generic ones (:mod:`glossary`)
+    glossary_terms: tuple[glossary.Term, ...] = ()
 
     def analyse_run(self, run_dir: Path, meta: RunRecord) -> RunAnalysis:
         """The kind's own analysis of one run whose metadata.json (already read and checked)

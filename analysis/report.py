@@ -184,7 +184,7 @@ def write_report_document(path: Path) -> Document:
     doc.add(ros2_section.section(usable))
     doc.add(closing([table for kind, runs in kinds if (table := kind.run_table(runs))], excluded, broken, absent,
                     [note for kind, _ in kinds if (note := kind.reading_note())]))
-    doc.add(decision.glossary_section())
+    doc.add(decision.glossary_section([kind.name for kind, _ in kinds]))
     doc.write(path / "report.md", path / "report.html")
     return doc
 

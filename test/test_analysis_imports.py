@@ -37,9 +37,10 @@ PACKAGES = {
                      "when used",
 }
 
-#: A loop kind's analysis side and its config (its sections of the experiment model: data), and
-#: nothing else of the kind: its run side is the run's.
-LOOP_ANALYSIS = re.compile(r"netloop\.loops\.\w+\.(analysis|config)(\.\w+)*")
+#: A loop kind's analysis side, its config (its sections of the experiment model: data) and its
+#: terms (its words of the report's glossary: data), and nothing else of the kind: its run side
+#: is the run's.
+LOOP_ANALYSIS = re.compile(r"netloop\.loops\.\w+\.(analysis|config|terms)(\.\w+)*")
 
 #: Modules of analysis/ allowed more, and why.
 EXCEPTIONS = {

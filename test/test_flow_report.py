@@ -55,6 +55,8 @@ def test_heading_names_the_swept_sizes_and_the_echo_round_trip(swept):
     assert "## Flow `ping` (echo, 64 bytes per message, every 20 ms, round trip through an echoer)" in md
     ping = md.split("## Flow `ping`", 1)[1]
     assert "p95 RTT [ms]" in ping and "p95 D [ms]" not in ping.split("\n## ", 1)[0]
+    glossary = md.split("## Glossary\n", 1)[1]          # a flows-only report's: the generic terms only
+    assert "| RTT | ms |" in glossary and "| D | ms |" in glossary and "IAE" not in glossary
 
 
 @pytest.mark.integration

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from netloop import paths
+from netloop.analysis.glossary import Term
 from netloop.analysis.kinds import LoopAnalysis, ReportContext
 from netloop.analysis.records import read_events
 from netloop.analysis.rendering import Document, Section
@@ -74,6 +75,7 @@ class PingAnalysis(LoopAnalysis):
     """The analysis side: how many pings arrived, its section, its rows and its CSV."""
 
     name = "ping"
+    glossary_terms = (Term("pings received", "", "Toy pings that reached the sink."),)
 
     def analyse_run(self, run_dir: Path, meta: RunRecord) -> RunAnalysis:
         a = super().analyse_run(run_dir, meta)
@@ -117,6 +119,9 @@ def test_a_kind_registered_here_runs_end_to_end_and_has_its_report_section(ping_
     md = (out / "report.md").read_text()
     assert "## Ping loop" in md and "20 pings arrived." in md
     assert "## Every loop run" in md and "| tcp-r0 | 20 | 20 |" in md
+    glossary = md.split("## Glossary\n", 1)[1]
+    assert "| pings received | – | Toy pings that reached the sink. |" in glossary     # the kind's words
+    assert "| MDR |" in glossary and "IAE(y − baseline)" not in glossary           # the generic ones, no rlc's
     assert list(csv.reader(open(out / "pings.csv"))) == [["run", "pings sent", "pings received"], ["tcp-r0", "20", "20"]]
     entry = load_analysis(out)[0]
     assert entry.get("loop_type") == "ping" and entry.get("result") == {"sent": 20, "received": 20}

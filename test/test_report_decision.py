@@ -123,19 +123,30 @@ def test_the_prediction_is_one_sentence_when_every_run_is_explained(campaign):
 
 
 def test_glossary_single_source_in_the_report(campaign):
-    text = glossary.glossary_markdown()
+    text = glossary.glossary_markdown(kinds=["rlc"])
     lines = text.splitlines()
-    assert lines[:2] == ["| term | unit | meaning |", "|---|---|---|"] and text == glossary.glossary_markdown()
-    names = [t.name for t in glossary.GLOSSARY]
-    for needed in ("D", "J_d", "MDR", "BW", "RTT", "IAE", "IAE(y − baseline)", "ΔIAE", "overshoot", "Δovershoot",
-                   "pp", "settling time", "rise time", "std", "p50 / p95 / p99", "offered load", "condition",
-                   "repetition", "best", "indistinguishable from best", "worse by X (Y %)"):
-        assert needed in names, needed
-    assert len(lines) == 2 + len(names) and all(line.count(" | ") == 2 for line in lines[2:])   # pipes escaped
+    assert lines[:2] == ["| term | unit | meaning |", "|---|---|---|"] and text == glossary.glossary_markdown(kinds=["rlc"])
+    generic = [t.name for t in glossary.GLOSSARY]
+    for needed in ("D", "J_d", "MDR", "BW", "RTT", "overshoot", "pp", "settling time", "rise time", "std",
+                   "p50 / p95 / p99", "offered load", "condition", "repetition", "best", "indistinguishable from best",
+                   "worse by X (Y %)"):
+        assert needed in generic, needed
+    rlc = [t.name for t in glossary.kind_terms("rlc")]
+    for needed in ("y, u", "local baseline", "IAE", "IAE(y − baseline)", "ΔIAE", "Δovershoot", "stale u", "prediction"):
+        assert needed in rlc and needed not in generic, needed
+    assert {"IAE vs local", "command age"} <= {t.name for t in glossary.kind_terms("teleop")}
+    assert glossary.kind_terms("none") == ()
+    every = [t.name for t in glossary.terms()]
+    assert len(every) == len(set(every)) == len(generic) + sum(len(glossary.kind_terms(k)) for k in ("rlc", "teleop"))
+    assert len(lines) == 2 + len(generic) + len(rlc) and all(line.count(" | ") == 2 for line in lines[2:])   # pipes escaped
     assert glossary.glossary_markdown(["pp", "MDR"]).splitlines()[2:] == [
         "| MDR | % | " + glossary.term("MDR").meaning + " |", "| pp | – | " + glossary.term("pp").meaning + " |"]
+    assert glossary.term("command age").unit == "ms"     # a kind's term is found by name too
     with pytest.raises(KeyError, match="no glossary term 'QoS'"):
         glossary.glossary_markdown(["QoS"])
+    docs = glossary.glossary_by_kind_markdown()
+    assert docs.startswith(glossary.glossary_markdown()) and "Of `loop.type: teleop`" in docs
+    assert "| command age | ms |" in docs and "| IAE(y − baseline) | mV·s |" in docs
     md = (campaign / "report.md").read_text()
     section = _section(md, "Glossary")
     for line in lines[2:]:

@@ -18,7 +18,7 @@ def experiment_keys(ctx: Context) -> str:
 
 
 def glossary(ctx: Context) -> str:
-    return need("netloop.analysis.glossary", "the glossary").glossary_markdown()
+    return need("netloop.analysis.glossary", "the glossary").glossary_by_kind_markdown()
 
 
 # ---------------------------------------------------------------- cli

@@ -30,6 +30,7 @@ from ...analysis.rlc_result import RlcRunResult, rlc_loop, rlc_prediction, rlc_r
 from ...analysis.tables import percent_text, sig, write_csv
 from ...run_files import RunRecord
 from ...jsonio import write_json_atomic
+from .terms import TERMS
 
 #: transports whose nodes, though under one master per host, connect to each other directly
 #: (the masters are synchronised): their connections cross the link as negotiated, no relay
@@ -141,6 +142,7 @@ class RlcAnalysis(LoopAnalysis):
     """The RLC loop: step response against the local baseline, degradation, prediction."""
 
     name = "rlc"
+    glossary_terms = TERMS
 
     def analyse_run(self, run_dir: Path, meta: RunRecord) -> RunAnalysis:
         a = super().analyse_run(run_dir, meta)

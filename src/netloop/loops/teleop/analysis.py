@@ -21,6 +21,7 @@ from ...analysis.results import RunAnalysis, TeleopRunResult
 from ...analysis.tables import MISSING, median_of, sig, write_csv
 from ...analysis.teleop_run import analyse_teleop_run, step_deviation, teleop_result
 from ...run_files import RunRecord
+from .terms import TERMS
 
 #: the teleop runs' columns of "Every loop run" (runs.csv)
 RUN_COLUMNS = ["run", "transport", "status", "where", "speed rise [s]", "heading rise [s]", "odom delay mean [ms]",
@@ -79,6 +80,7 @@ class TeleopAnalysis(LoopAnalysis):
     """Teleoperation of the simulated car: the scripted trial's steps against the local baseline."""
 
     name = "teleop"
+    glossary_terms = TERMS
 
     def analyse_run(self, run_dir: Path, meta: RunRecord) -> RunAnalysis:
         a = super().analyse_run(run_dir, meta)
