@@ -128,8 +128,8 @@ def test_a_slow_clock_stretches_even_a_light_load_that_a_cpu_share_lets_through(
     """At 20 Hz the robot needs far less than a quarter of a core: a CPU share leaves its
     round trips alone; a clock a quarter as fast (the ballast takes the rest of the quota)
     makes every wake-up wait for its turn. A busy machine can hide the difference (medians
-    0.81 ms clock against 0.54 ms share once, under extra load): such a campaign is measured
-    again, up to 3 times."""
+    0.81 ms clock against 0.54 ms share once, under extra load), and use up the share in more
+    periods: such a campaign is measured again, up to 3 times."""
     before = _netloop_cgroups()
     for attempt in range(3):
         rtt, limits = _share_and_clock_round_trips(tmp_path / f"try{attempt}")
@@ -138,11 +138,12 @@ def test_a_slow_clock_stretches_even_a_light_load_that_a_cpu_share_lets_through(
         # the shortest period the kernel allows: 1 ms of quota in every 4 ms
         assert clock["quota_us"] == 1000 and clock["period_us"] == 4000 and clock["cpu_period_ms"] == 1.0, clock
         assert clock["pinned_cpu"] == max(os.sched_getaffinity(0)) and clock["ballast_cpu_s"] > 0.5, clock
-        # a light load: the share is rarely used up (measured: 12-15 % of the periods, node start-up)
-        assert share["throttled_periods"] < 0.3 * share["periods"], share
         assert clock["throttled_periods"] > 0.5 * clock["periods"], clock      # the ballast uses up every period
-        if rtt["clock"] > rtt["share"] + 0.5:
+        if share["throttled_periods"] < 0.3 * share["periods"] and rtt["clock"] > rtt["share"] + 0.5:
             break
+    # a light load: the share is rarely used up (measured: 12-15 % of the periods, node start-up;
+    # 30 % once on a busy machine, which the next campaign did not repeat)
+    assert share["throttled_periods"] < 0.3 * share["periods"], share
     assert rtt["clock"] > rtt["share"] + 0.5, rtt
     assert _netloop_cgroups() == before
 

@@ -78,31 +78,45 @@ def test_tcp_small_queues_cap_leaves_one_bulk_packet_in_the_qdisc(tmp_path):
     """A tap frees each packet as it enters, so the kernel's TSQ (two packets) would keep two
     image frames in the qdisc on top of the one ns-3 holds; ``wifi6`` caps a socket's bytes
     below it (net.ipv4.tcp_limit_output_bytes of the hosts' namespaces) to one packet."""
-    probes, sysctls, recorded = {}, {}, {}
-    for name, override in (("kernel", {"tcp_limit_output_bytes": 0}), ("wifi6", {})):
-        with Testbed(load_profile("wifi6", override), log_dir=tmp_path / name) as tb:
-            read = tb.exec_prefix("robot") + ["sysctl", "-n", "net.ipv4.tcp_limit_output_bytes"]
-            sysctls[name] = int(subprocess.run(read, capture_output=True, text=True,
-                                               check=True).stdout)
-            recorded[name] = tb.metadata()["link"]["tcp_limit_output_bytes"]
-            probes[name] = _case(tb, "tcp_nodelay", bulk=True)
-        _assert_gone(tb)
-    kernel, capped = probes["kernel"], probes["wifi6"]
-    assert (sysctls["wifi6"], recorded["wifi6"]) == (1000, 1000)
-    assert recorded["kernel"] is None and sysctls["kernel"] > 100000
-    k_q, c_q = kernel["qdisc_backlog_packets"], capped["qdisc_backlog_packets"]
-    # one image packet (sometimes the small one beside it) instead of two or three
-    assert c_q["mean"] < 1.5 and c_q["max"] <= 3, c_q
-    assert c_q["mean"] < k_q["mean"] - 0.5, (c_q, k_q)
-    # the image is still held in its socket, not dropped or slowed: both flows in full
-    assert capped["sender"]["bulk_notsent_at_small_send"]["mean"] > 8000, capped["sender"]
-    small_n, bulk_n = delivered_in_full(PROBE_S)
-    assert capped["receiver"]["small"]["n"] >= small_n and capped["receiver"]["bulk"]["n"] >= bulk_n
-    assert (capped["receiver"]["bulk"]["median"]
-            < kernel["receiver"]["bulk"]["median"] + 2 * AIR_MS), (capped, kernel)
-    # so the small message has less in front of it
-    assert (capped["receiver"]["small"]["median"]
-            < kernel["receiver"]["small"]["median"] + AIR_MS / 2), (capped, kernel)
+    def measure(attempt: int) -> tuple[dict, dict]:
+        probes, sysctls, recorded = {}, {}, {}
+        for name, override in (("kernel", {"tcp_limit_output_bytes": 0}), ("wifi6", {})):
+            with Testbed(load_profile("wifi6", override), log_dir=tmp_path / f"{name}{attempt}") as tb:
+                read = tb.exec_prefix("robot") + ["sysctl", "-n", "net.ipv4.tcp_limit_output_bytes"]
+                sysctls[name] = int(subprocess.run(read, capture_output=True, text=True,
+                                                   check=True).stdout)
+                recorded[name] = tb.metadata()["link"]["tcp_limit_output_bytes"]
+                probes[name] = _case(tb, "tcp_nodelay", bulk=True)
+            _assert_gone(tb)
+        assert (sysctls["wifi6"], recorded["wifi6"]) == (1000, 1000)
+        assert recorded["kernel"] is None and sysctls["kernel"] > 100000
+        kernel, capped = probes["kernel"], probes["wifi6"]
+        k_q, c_q = kernel["qdisc_backlog_packets"], capped["qdisc_backlog_packets"]
+        # one image packet (sometimes the small one beside it) instead of two or three
+        assert c_q["mean"] < 1.5 and c_q["max"] <= 3, c_q
+        assert c_q["mean"] < k_q["mean"] - 0.5, (c_q, k_q)
+        # the image is still held in its socket, not dropped: both flows in full
+        assert capped["sender"]["bulk_notsent_at_small_send"]["mean"] > 8000, capped["sender"]
+        small_n, bulk_n = delivered_in_full(PROBE_S)
+        assert capped["receiver"]["small"]["n"] >= small_n and capped["receiver"]["bulk"]["n"] >= bulk_n
+        return kernel, capped
+
+    def medians(pairs: list[tuple[dict, dict]], flow: str) -> tuple[float, float]:
+        """(kernel, capped) median delay of ``flow``, the mean over the measurements."""
+        return tuple(float(np.mean([p[i]["receiver"][flow]["median"] for p in pairs])) for i in (0, 1))
+
+    def judged(pairs) -> bool:
+        (k_bulk, c_bulk), (k_small, c_small) = medians(pairs, "bulk"), medians(pairs, "small")
+        return c_bulk < k_bulk + 2 * AIR_MS and c_small < k_small + AIR_MS / 2
+
+    pairs = [measure(1)]
+    if not judged(pairs):   # medians of two 3-s probes on a busy host: measure both once more
+        pairs.append(measure(2))
+    (k_bulk, c_bulk), (k_small, c_small) = medians(pairs, "bulk"), medians(pairs, "small")
+    # the image is not slowed ...
+    assert c_bulk < k_bulk + 2 * AIR_MS, (c_bulk, k_bulk, len(pairs))
+    # ... and the small message has less in front of it
+    assert c_small < k_small + AIR_MS / 2, (c_small, k_small, len(pairs))
 
 
 @pytest.mark.timeout(120)
