@@ -165,8 +165,11 @@ def test_image_flow_keeps_its_header_seq(roscore, tmp_path, middleware):
     roscore.set_params({"record_path": str(tmp_path / "rx.csv"), "datatype": image["type"],
                         "definition": image["definition"], **mw.params("sink", tmp_path / "sink.ros2.json")},
                        "/sink")
+    # start_delay: the source's writer matching the sink's reader does not mean the reader has
+    # matched the writer yet, and a volatile reader does not get what was published before
+    # (Cyclone DDS once lost seq 0 so); netloop's flows start start_delay (1 s) after the match
     roscore.set_params({"message": "image", "width": 64, "height": 48, "period": 0.02, "count": count,
-                        "record_path": str(tmp_path / "tx.csv"), "drain": 0.5,
+                        "record_path": str(tmp_path / "tx.csv"), "start_delay": 0.3, "drain": 0.5,
                         **mw.params("source", tmp_path / "source.ros2.json")}, "/source")
     sink = start(roscore, tmp_path, "sink", "flow_sink", "flow:=/flows/cam")
     source = start(roscore, tmp_path, "source", "flow_source", "flow:=/flows/cam")
@@ -198,6 +201,7 @@ def test_echo_flow_crosses_twice(roscore, tmp_path):
                         str(tmp_path / "echo.csv"), **typed, **mw.params("echo", tmp_path / "echo.ros2.json")},
                        "/echo")
     roscore.set_params({"message": "loop_sample", "size_bytes": 512, "period": 0.02, "count": count, "drain": 0.5,
+                        "start_delay": 0.3,   # the echo's reader matched too (see the image flow's test)
                         "record_path": str(tmp_path / "tx.csv"), **mw.params("source", tmp_path / "src.ros2.json")},
                        "/source")
     sink = start(roscore, tmp_path, "sink", "flow_sink", "flow:=/flows/e/echo")
