@@ -153,7 +153,8 @@ class ProcessGroup:
         return out
 
     def stop(self, proc: ManagedProcess, grace: float = 3.0) -> int | None:
-        """Stop one process: SIGINT, then SIGTERM, then SIGKILL. Returns its exit status.
+        """Stop one process: SIGINT, then SIGTERM, then SIGKILL (a local ROS core, role CORE:
+        SIGTERM, then SIGKILL). Returns its exit status.
 
         Descendants that left its process group (roslaunch, for one, starts its children
         with setsid) are collected first and killed if they outlive it."""
@@ -166,7 +167,10 @@ class ProcessGroup:
                 proc.popen.wait(timeout=grace + 6.0)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
+        steps = ((signal.SIGINT, grace), (signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0))
+        if proc.role == CORE and not proc.remote:
+            steps = steps[1:]   # a local ROS core from SIGTERM on: see stop_all
+        for sig, wait in steps:
             if proc.poll() is not None:
                 break
             try:
@@ -204,6 +208,9 @@ class ProcessGroup:
     def stop_all(self) -> dict[str, int | None]:
         """Stop every process: the nodes (senders among them, if still running) together, then
         the ROS cores (role CORE) together, so that nodes unregister from a master still there.
+        The cores, once no node is left, hold nothing a run keeps: a local one ends with SIGTERM
+        (SIGINT cost rosmaster's and rosout's shutdown, ~0.3 s a run); a remote one is stopped by
+        its wrapper like every remote process.
         Returns name -> exit status (in the order the processes were started last first)."""
         procs = list(reversed(self.processes))
         status: dict[str, int | None] = {}
