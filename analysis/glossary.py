@@ -70,9 +70,12 @@ def kind_terms(kind: str) -> tuple[Term, ...]:
 def terms(kinds: Iterable[str] | None = None) -> tuple[Term, ...]:
     """The terms every report uses (:data:`GLOSSARY`), then those of each loop kind of ``kinds``
     (every registered kind when None), in that order."""
-    out = list(GLOSSARY)
+    out, seen = list(GLOSSARY), {t.name for t in GLOSSARY}
     for kind in (loop_kind_names() if kinds is None else kinds):
-        out += [t for t in kind_terms(kind) if t.name not in {o.name for o in out}]
+        for t in kind_terms(kind):
+            if t.name not in seen:
+                out.append(t)
+                seen.add(t.name)
     return tuple(out)
 
 
@@ -106,7 +109,7 @@ def glossary_by_kind_markdown() -> str:
     that has terms of its own, under its ``loop.type``."""
     out = [glossary_markdown()]
     for kind in loop_kind_names():
-        if kind_terms(kind):
+        if own := kind_terms(kind):
             out.append(f"Of `loop.type: {kind}` (its reports add them):\n\n" +
-                       glossary_markdown(names=[t.name for t in kind_terms(kind)]))
+                       glossary_markdown(names=[t.name for t in own]))
     return "\n".join(out)
