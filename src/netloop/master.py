@@ -94,31 +94,40 @@ class RosMaster:
         self.port = port or free_port()
         self.uri = f"http://{address}:{self.port}/"
         self.process: ManagedProcess | None = None
+        self._log_start = 0
         self.rosout: ManagedProcess | None = None
 
+    def launch(self) -> None:
+        """Start rosmaster without waiting for it (:meth:`start` waits): the masters of a
+        multi-master run are launched together, then awaited one by one (start_together)."""
+        env = dict(self.env, ROS_MASTER_URI=self.uri, ROS_IP=self.address)
+        argv, penv, remote = self.command(["rosmaster", "--core", "-p", str(self.port), "-w", "3"], env)
+        self._log_start = _size(self.group.log_dir / f"{self.name}.log")   # the log is appended to
+        self.process = self.group.start(self.name, argv, env=penv, remote=remote, role=CORE)
+
     def start(self, timeout: float = 20.0) -> "RosMaster":
-        """Start rosmaster and rosout; a port chosen here that another process took meanwhile
-        (rosmaster: "port ... is already in use") is replaced by another, twice at most."""
+        """Start rosmaster (unless :meth:`launch` did), wait until it answers, then start rosout;
+        a port chosen here that another process took meanwhile (rosmaster: "port ... is already
+        in use") is replaced by another, twice at most."""
         for attempt in range(3):
             try:
-                return self._start(timeout)
+                if self.process is None:
+                    self.launch()
+                return self._await_ready(timeout)
             except MasterError as e:
                 if not (self._port_chosen_here and attempt < 2 and PORT_IN_USE in str(e)):
                     raise
                 if self.process in self.group.processes:   # it ended; not one of the run's
                     self.group.processes.remove(self.process)
+                self.process = None
                 self.port = free_port()
                 self.uri = f"http://{self.address}:{self.port}/"
         raise AssertionError("unreachable")
 
-    def _start(self, timeout: float) -> "RosMaster":
-        env = dict(self.env, ROS_MASTER_URI=self.uri, ROS_IP=self.address)
-        argv, penv, remote = self.command(["rosmaster", "--core", "-p", str(self.port), "-w", "3"], env)
-        log_start = _size(self.group.log_dir / f"{self.name}.log")   # the log is appended to
-        self.process = self.group.start(self.name, argv, env=penv, remote=remote, role=CORE)
+    def _await_ready(self, timeout: float) -> "RosMaster":
         deadline = time.monotonic() + timeout
         while not self.ready():
-            if PORT_IN_USE in _read_from(self.process.log_path, log_start):   # it lives on, serving nothing
+            if PORT_IN_USE in _read_from(self.process.log_path, self._log_start):   # it lives on, serving nothing
                 self.group.stop(self.process, grace=1.0)
                 raise MasterError(f"rosmaster on {self.uri}: {PORT_IN_USE}:\n{log_tail(self.process.log_path)}")
             if self.process.poll() is not None:
@@ -129,6 +138,7 @@ class RosMaster:
                                   f"{log_tail(self.process.log_path)}")
             time.sleep(0.05)
         self.set_params({"run_id": self.name + "-" + str(self.port)}, "/")
+        env = dict(self.env, ROS_MASTER_URI=self.uri, ROS_IP=self.address)
         argv, penv, remote = self.command([ROSOUT_BINARY, "__name:=rosout"], env)
         self.rosout = self.group.start(f"{self.name}-rosout", argv, env=penv, remote=remote, role=CORE)
         return self
@@ -175,6 +185,14 @@ class RosMaster:
         if code != 1:
             raise MasterError(f"getPid {node_uri}: {msg}")
         return int(pid)
+
+    @staticmethod
+    def start_together(masters: "list[RosMaster]", timeout: float = 20.0) -> "list[RosMaster]":
+        """Launch every master, then wait for each (each rosmaster takes ~0.3 s to answer, so a
+        run with one per host waits once, not once per host)."""
+        for master in masters:
+            master.launch()
+        return [master.start(timeout) for master in masters]
 
     def stop(self) -> None:
         for proc in (self.rosout, self.process):

@@ -68,13 +68,14 @@ def start_masters(hosts: Hosts, group: ProcessGroup, multi_master: bool, stack: 
     """One master on the operator host, or one on every host for a multi-master transport;
     returns the master of each host. Their XML-RPC callers close with ``stack``."""
     on = hosts.hosts if multi_master else [MASTER_HOST]
-    started = {}
+    masters = []
     for host in on:
         master = RosMaster(group, rosenv.base_env(), address=hosts.address(host), netns=hosts.netns(host),
                            name=f"master_{host}" if multi_master else "master",
                            command=lambda argv, env, host=host: hosts.command(host, argv, env))
         stack.callback(master.rpc_caller.close)
-        started[host] = master.start()
+        masters.append(master)
+    started = dict(zip(on, RosMaster.start_together(masters)))
     return started if multi_master else {h: started[MASTER_HOST] for h in hosts.hosts}
 
 
