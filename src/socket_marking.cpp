@@ -1,10 +1,8 @@
 #include "netloop/socket_marking.h"
 
-#include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -12,6 +10,7 @@
 #include <map>
 
 #include "netloop/loop_node.h"
+#include "netloop/process_sockets.h"
 
 namespace netloop {
 
@@ -53,26 +52,7 @@ bool markSocket(int fd, int domain, int dscp) {
 
 MarkCount markProcessSockets(int dscp) {
   MarkCount count;
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return count;
-  const int own = dirfd(dir);
-  while (const dirent* entry = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(entry->d_name, &end, 10);
-    struct stat st {};
-    if (*end != '\0' || end == entry->d_name || fd == own || fstat(static_cast<int>(fd), &st) != 0 ||
-        !S_ISSOCK(st.st_mode)) {
-      continue;
-    }
-    int domain = 0;
-    socklen_t len = sizeof domain;
-    if (getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 ||
-        (domain != AF_INET && domain != AF_INET6)) {
-      continue;
-    }
-    ++(markSocket(static_cast<int>(fd), domain, dscp) ? count.marked : count.failed);
-  }
-  closedir(dir);
+  forEachIpSocket([&](int fd, int domain) { ++(markSocket(fd, domain, dscp) ? count.marked : count.failed); });
   return count;
 }
 

@@ -180,7 +180,8 @@ def camera_frames(out_dir: Path, width: int, height: int, quality: int, frames: 
 
 
 def flow_processes(flow: "Flow", transport: str, run_dir: Path, node_binary,
-                   endpoint: Callable[[str, str, str, str], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+                   endpoint: Callable[[str, str, str, str], dict[str, Any]] | None = None,
+                   relayed: bool = False) -> list[dict[str, Any]]:
     """What to start for one flow: a list of {name, host, argv, params, publishes, subscribes}
     (params are private parameters of the node, set on the master before it starts;
     publishes/subscribes name the flow's topics the node sends and takes, so that every
@@ -189,7 +190,8 @@ def flow_processes(flow: "Flow", transport: str, run_dir: Path, node_binary,
     ``endpoint(topic, role, node, host)`` gives the parameters that carry one of the flow's
     topics at a node (``role``: ``subscriber`` or ``publisher``; the run transport's
     ``endpoint_params``, e.g. a ROS 2 middleware's); by default a subscriber asks for the ROS
-    transport ``transport`` and a publisher needs nothing."""
+    transport ``transport`` and a publisher needs nothing. ``relayed``: the run transport's
+    relays carry the flow (``Transport.relays``), so its source drains for its whole time."""
     name, topic = flow.name, topic_of(flow)
     rec = run_dir / "records"
     queues = {"publisher_queue_size": flow.publisher_queue_size, "subscriber_queue_size": flow.subscriber_queue_size}
@@ -221,11 +223,11 @@ def flow_processes(flow: "Flow", transport: str, run_dir: Path, node_binary,
         echoer = relay(node, flow.to[0], topic, endpoint(topic, "subscriber", node, flow.to[0]),
                        f"flow_{name}_echo.csv", cls._type, cls._md5sum, cls._full_text, out=echo_topic(flow))
         back = sink(f"flow_{name}_sink", flow.from_, f"flow_{name}_rx.csv", echo_topic(flow))
-        return [back, echoer, _source(flow, topic, rec, queues, run_dir, node_binary, endpoint)]
+        return [back, echoer, _source(flow, topic, rec, queues, run_dir, node_binary, endpoint, relayed)]
 
     sinks = [sink(node, host, record, topic) for node, host, record in sink_names(flow)]
     if flow.kind in ("generic", "camera"):
-        return sinks + [_source(flow, topic, rec, queues, run_dir, node_binary, endpoint)]
+        return sinks + [_source(flow, topic, rec, queues, run_dir, node_binary, endpoint, relayed)]
 
     local_in = {"transport": "tcp_nodelay"}   # the tap's input is a topic of its own host (ROS 1)
     if flow.kind == "topic":  # the live topic -> relay recording each send (network topic) -> sinks
@@ -249,11 +251,13 @@ def flow_processes(flow: "Flow", transport: str, run_dir: Path, node_binary,
 
 
 def _source(flow: "Flow", topic: str, rec: Path, queues: dict, run_dir: Path, node_binary,
-            endpoint: Callable[[str, str, str, str], dict[str, Any]]) -> dict[str, Any]:
-    """``flow_source`` publishing the flow's messages (generic, echo, camera)."""
+            endpoint: Callable[[str, str, str, str], dict[str, Any]], relayed: bool) -> dict[str, Any]:
+    """``flow_source`` publishing the flow's messages (generic, echo, camera). Its drain ends
+    once its connections acknowledged everything, unless relays carry the flow."""
     node = f"flow_{flow.name}_source"
     params = {**endpoint(topic, "publisher", node, flow.from_), "period": flow.period, "count": flow.count,
-              "start_delay": flow.start_delay, "record_path": str(rec / f"flow_{flow.name}_tx.csv"), **queues}
+              "start_delay": flow.start_delay, "record_path": str(rec / f"flow_{flow.name}_tx.csv"),
+              "drain_until_acked": not relayed, **queues}
     if flow.send_jitter:
         params.update(send_jitter=flow.send_jitter, seed=zlib.crc32(flow.name.encode()) % 2**31 or 1)  # XML-RPC int
     if flow.kind in ("generic", "echo"):

@@ -134,11 +134,11 @@ def start_flows(nodes: Nodes, exp: Experiment, transport, run_dir: Path) -> Star
     out = StartedFlows()
     for flow in exp.flow_instances:
         if flow.transport != "same":
-            procs = flow_processes(flow, flow.transport, run_dir, paths.node_binary)
+            procs = flow_processes(flow, flow.transport, run_dir, paths.node_binary, relayed=transport.relays)
         else:
             def endpoint(topic: str, role: str, node: str, host: str, flow=flow) -> dict[str, Any]:
                 return transport.endpoint_params(topic, message_bytes(flow), role, node=node, host=host, qos=flow.qos)
-            procs = flow_processes(flow, "", run_dir, paths.node_binary, endpoint)
+            procs = flow_processes(flow, "", run_dir, paths.node_binary, endpoint, relayed=transport.relays)
         delayed = [p for p in procs if is_sink(p)][1:] if flow.subscriber_delay > 0 else []
         for p in procs:
             if p in delayed:

@@ -18,8 +18,12 @@
 // subscriptions. ROS 2's Header has no seq: images cross with it appended to frame_id
 // ("camera_optical_frame#17"), which the receiving end takes back out (~carry_header_seq),
 // so the sink records the same seq as over roscpp; the tx rows' bytes stay ROS 1 sizes.
-// SIGINT/SIGTERM stop the sending; the node then waits ~drain [s] (default 1) with its
-// connections open, so messages already published still arrive.
+// SIGINT/SIGTERM stop the sending; the node then keeps its connections open while what it
+// published may still be under way (drainOutgoing, process_sockets.h): at most ~drain [s]
+// (default 1), and with ~drain_until_acked (default true) only until every TCP connection has
+// acknowledged everything sent, plus two round trips. The runner sets it false where relays
+// carry the flow (they take the messages from the node's socket and still hold them); a UDPROS
+// or ROS 2 middleware flow waits ~drain.
 // Exit status: 0 done, 2 bad parameter, 3 no subscriber connected in time.
 #include <netloop/LoopSample.h>
 #include <ros/ros.h>
@@ -37,6 +41,7 @@
 
 #include "netloop/event_log.h"
 #include "netloop/loop_node.h"
+#include "netloop/process_sockets.h"
 #include "netloop/ros2/endpoint.h"
 
 namespace netloop {
@@ -86,6 +91,7 @@ int run() {
   const double send_jitter = requireNumber(pnh, "send_jitter", 0.0, Bound::NonNegative);
   const auto seed = static_cast<uint64_t>(requireNumber(pnh, "seed", 1, Bound::NonNegative));
   const double drain = requireNumber(pnh, "drain", 1.0, Bound::NonNegative);
+  const bool drain_until_acked = pnh.param("drain_until_acked", true);
   EventLog log(pnh.param<std::string>("record_path", ""));
   const std::string topic = nh.resolveName("flow");
   const uint32_t queue = requireQueueDepths(pnh, 10).publisher;
@@ -180,7 +186,9 @@ int run() {
   }
   // Keep the connections open while the last messages drain (a 64 KB message needs ~0.1 s
   // on a 6 Mbit/s link), so the end of a run is not counted as loss.
-  ros::WallDuration(drain).sleep();
+  const Drain drained = drainOutgoing(drain, drain_until_acked && !endpoints.native());
+  ROS_INFO("flow_source %s: drained for %.3f s (%s)", topic.c_str(), drained.waited_s,
+           drained.acked ? "everything sent acknowledged" : "the whole ~drain");
   endpoints.finish();
   ros::shutdown();
   return 0;

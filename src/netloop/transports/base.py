@@ -65,6 +65,10 @@ class Transport:
     #: True: one ROS master per host, and the transport carries the crossing topics between
     #: them (relays); False: one master, nodes connect directly (TCPROS/UDPROS)
     multi_master: bool = False
+    #: True: processes of the transport take each message from its sender's socket and send it
+    #: on (relays, bridges), so a sender whose connections acknowledged everything may still
+    #: have messages under way: its drain then lasts its whole time (flow_source's ~drain)
+    relays: bool = False
     #: schema of this transport's entry in the experiment's ``transport_options`` (None: no options)
     options_schema: Map | None = None
     #: the ROS 2 middleware carrying the topics (``cyclonedds``, ``fastdds``, ``zenoh``), None for

@@ -139,6 +139,7 @@ def plan(topics: list[CrossingTopic], address: dict[str, str], ports: dict[str, 
 class MultimasterTransport(RelayTransport):
     name = "multimaster"
     description = "one master per host, synchronised (multimaster_fkie's scheme); nodes connect directly"
+    relays = False   # the masters are synchronised; the nodes' connections carry the messages
     options_schema = OPTIONS
     stats_type = "netloop/MasterSyncStats"
 

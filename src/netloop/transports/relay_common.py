@@ -134,6 +134,7 @@ class RelayTransport(Transport):
     it started, so its metadata stays right after ``stop``."""
 
     multi_master = True
+    relays = True
     #: file-name prefix of the relay processes ("nimbro", "priority_relay", "mm_sync")
     process_prefix = "relay"
     #: message type of this transport's reports on STATS_TOPIC

@@ -145,6 +145,12 @@ class Ros2Transport(Transport):
     def deployment(self) -> str:
         return self.settings.deployment
 
+    @property
+    def relays(self) -> bool:
+        """Bridged: each host's bridge takes the nodes' ROS 1 messages on (natively the nodes'
+        own endpoints carry them, and flow_source waits its whole drain over a middleware)."""
+        return self.deployment == "bridge"
+
     def subscriber_transport(self, topic, message_bytes=None):
         return "tcp_nodelay"   # bridge: the node's connection to its local bridge
 
