@@ -1,11 +1,13 @@
 """A loop kind is one registry entry: a toy fourth kind, defined and registered in this module
-alone, validates, runs end to end (real roscore and nodes on loopback) and gets its own
+alone, has its own keys in the experiment file (validated, defaulted, recorded and listed in
+the key reference), runs end to end (real roscore and nodes on loopback) and gets its own
 section, its rows of "Every loop run" and its CSV in the report, with no other file touched.
 Also: teleop runs are loop runs. (That a kind's analysis side imports no module of the run is
 test_analysis_imports'.)
 
 The toy kind "ping": the package's flow_source on the robot sends ``loop.samples`` messages
-on /toy, a flow_sink on the operator records them; its analysis counts what arrived.
+every ``loop.ping.period`` seconds on /toy, a flow_sink on the operator records them; its
+analysis counts what arrived.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from netloop import paths
@@ -29,10 +32,17 @@ from netloop.loops import (LoopKindEntry, get_loop_kind, loop_analysis, loop_kin
                            register_loop_kind)
 from netloop.loops.base import LoopKind, LoopStart, StartedLoop
 from netloop.run_files import RunRecord, load_analysis, load_metadata
+from netloop.model import Experiment
 from netloop.runner import campaign_dir_for, run_experiment
+from netloop.schema import ConfigError, Num, describe, key, section
 from netloop.transports.base import CrossingTopic
 
-PERIOD = 0.02   # seconds between the toy's messages
+
+@section("the toy ping kind (loop.type ping)")
+class PingConfig:
+    """The toy's own keys: ``loop.ping.*``."""
+
+    period: float = key(Num(0.02, "seconds between pings", gt=0, le=1))
 
 
 class PingLoop(LoopKind):
@@ -42,10 +52,10 @@ class PingLoop(LoopKind):
     description = "a toy: flow_source on the robot pings the operator's flow_sink"
 
     def crossing_topics(self, exp) -> list[CrossingTopic]:
-        return [CrossingTopic("/toy", "netloop/LoopSample", "robot", "operator", 64, PERIOD)]
+        return [CrossingTopic("/toy", "netloop/LoopSample", "robot", "operator", 64, exp.loop.ping.period)]
 
     def run_seconds(self, exp) -> float:
-        return exp.loop.samples * PERIOD + 1.0
+        return exp.loop.samples * exp.loop.ping.period + 1.0
 
     def start(self, ctx: LoopStart) -> StartedLoop:
         rec = ctx.run_dir / "records"
@@ -54,7 +64,7 @@ class PingLoop(LoopKind):
                          "record_path": str(rec / "toy_sink.csv")})
         source = ctx.hosts.start("toy_source", "robot",
                                  [str(paths.node_binary("flow_source")), "__name:=toy_source", "flow:=/toy"],
-                                 {"message": "loop_sample", "size_bytes": 64, "period": PERIOD,
+                                 {"message": "loop_sample", "size_bytes": 64, "period": ctx.experiment.loop.ping.period,
                                   "count": ctx.experiment.loop.samples, "record_path": str(rec / "toy_source.csv")})
         return StartedLoop(ending=source, connections={"/toy": ("/toy_source", "/toy_sink")})
 
@@ -98,7 +108,7 @@ class PingAnalysis(LoopAnalysis):
 
 @pytest.fixture
 def ping_kind():
-    register_loop_kind(LoopKindEntry("ping", PingLoop, PingAnalysis))
+    register_loop_kind(LoopKindEntry("ping", PingLoop, PingAnalysis, PingConfig))
     yield
     from netloop import loops   # noqa: PLC0415 - leave the registry as the other tests expect it
     loops._KINDS.pop("ping")
@@ -108,12 +118,16 @@ def ping_kind():
 def test_a_kind_registered_here_runs_end_to_end_and_has_its_report_section(ping_kind, tmp_path):
     assert loop_kind_names()[-1] == "ping" and isinstance(get_loop_kind("ping"), PingLoop)
     cfg = validate_experiment({"name": "ping", "link": "loopback", "transport": "tcp", "repetitions": 1,
-                               "loop": {"type": "ping", "samples": 20}}, name="ping")
+                               "loop": {"type": "ping", "samples": 20, "ping": {"period": 0.01}}}, name="ping")
+    assert cfg.loop.ping.period == 0.01
     out = campaign_dir_for(cfg, tmp_path)
     run_experiment(cfg, out, log=lambda _: None)
     meta = load_metadata(out / "runs" / "tcp-r0").to_json()
     assert meta["status"] == "complete", meta.get("error")
     assert meta["loop"]["type"] == "ping" and meta["negotiated_transport"]["/toy"] == "TCPROS"
+    assert meta["experiment"]["loop"]["ping"] == {"period": 0.01}   # recorded beside the generic keys
+    tx = read_events(out / "runs" / "tcp-r0" / "records" / "toy_source.csv").select("tx", "/toy")
+    assert 0.005 < float(np.median(np.diff(tx.stamp_ns))) / 1e9 < 0.015   # sent at the toy's own period
 
     doc = write_report_document(out)
     md = (out / "report.md").read_text()
@@ -127,6 +141,24 @@ def test_a_kind_registered_here_runs_end_to_end_and_has_its_report_section(ping_
     assert entry.get("loop_type") == "ping" and entry.get("result") == {"sent": 20, "received": 20}
     assert not (out / "runs.csv").exists()      # the rlc kind's tables are the rlc kind's
     assert doc.written[0] == out / "report.md"
+
+
+def test_a_kinds_own_keys_are_validated_defaulted_and_listed_only_while_it_is_registered(ping_kind):
+    assert validate_experiment({"name": "x", "loop": {"type": "ping"}}, name="x").loop.ping.period == 0.02
+    with pytest.raises(ConfigError) as err:
+        validate_experiment({"name": "x", "loop": {"type": "ping", "ping": {"period": 0, "rate": 1}}}, name="x")
+    assert [k for k, _ in err.value.errors] == ["loop.ping.period", "loop.ping.rate"]   # every problem at once
+    rows = {row[0]: row for row in describe(Experiment.schema)}
+    assert rows["loop.ping.period"][1:] == ("a number > 0 and <= 1", "0.02", "seconds between pings")
+    assert "loop.teleop.world" in rows                    # the built-in kind's section, the same way
+    from netloop import loops   # noqa: PLC0415
+    loops._KINDS.pop("ping")
+    try:
+        assert "loop.ping.period" not in {row[0] for row in describe(Experiment.schema)}
+        with pytest.raises(ConfigError, match="loop.ping: unknown key"):
+            validate_experiment({"name": "x", "loop": {"ping": {}}}, name="x")
+    finally:
+        register_loop_kind(LoopKindEntry("ping", PingLoop, PingAnalysis, PingConfig))
 
 
 def test_an_unknown_loop_type_is_refused_naming_the_known_ones():

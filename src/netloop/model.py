@@ -14,9 +14,9 @@ import dataclasses
 from typing import Any
 
 from .loops.rlc.config import Controller, Plant, RlcPlacement
-from .loops.teleop.config import Teleop, TeleopPlacement
+from .loops.teleop.config import TeleopPlacement
 from .ros2.qos import override_fields
-from .schema import Any_, Bool, Enum, Int, List, Map, Num, Str, key, section, to_dict, validate
+from .schema import Any_, Bool, Enum, Int, List, Map, Num, Str, key, registered_sections, section, to_dict, validate
 
 FLOW_KINDS = ["generic", "camera", "lidar_bag", "topic", "echo"]
 FLOW_TRANSPORTS = ["same", "tcp", "tcp_nodelay", "udp"]
@@ -30,6 +30,11 @@ LOOP_SAMPLE_BYTES = 40
 def _loop_kind_names() -> list[str]:
     from .loops import loop_kind_names  # noqa: PLC0415 - the registry imports this module
     return loop_kind_names()
+
+
+def _loop_kind_sections() -> dict[str, type]:
+    from .loops import loop_kind_sections  # noqa: PLC0415 - the registry imports this module
+    return loop_kind_sections()
 
 
 def _link_profile_names() -> list[str]:
@@ -65,13 +70,15 @@ class Loop:
     publisher_queue_size: int = key(_queue(10, "publisher (y and u)"))
     subscriber_queue_size: int = key(_queue(10, "subscriber (y and u)"))
     placement: Placement = key(Placement.schema)
-    teleop: Teleop = key(Teleop.schema)
     qos: dict[str, Any] = key(Map(override_fields("y and u"), {}, "ROS 2 transports (cyclonedds, fastdds, zenoh) "
                                                                  "only: the loop's QoS over the transport's: "
                                                                  "{reliability, durability, depth}"))
     per_robot: bool = key(Bool(False, "rlc: one loop per robot host of the link (robot, robot2, ..., robotN: "
                                       "link_params.robots), each plant on its robot and its controller on "
                                       "placement.controller, on topics /<robot>/y and /<robot>/u"))
+    #: each loop kind's own section, by kind (``loop.teleop``; a plug-in's ``loop.<name>``): the
+    #: sections the registry's entries give (netloop.loops), read as ``exp.loop.teleop``
+    sections: dict[str, Any] = registered_sections(_loop_kind_sections)
 
 
 @section("a perturbing flow sharing the link")

@@ -26,7 +26,8 @@ from .schema_nodes import (Any_, Bool, Collector, ConfigError, Enum, Int, List, 
                            _suggest, load_config_file, load_yaml, to_dict, validate)
 
 __all__ = ["Any_", "Bool", "Collector", "ConfigError", "Enum", "Int", "List", "Map", "Node", "Num", "Str",
-           "describe", "key", "load_config_file", "load_yaml", "section", "to_dict", "validate", "_suggest"]
+           "describe", "key", "load_config_file", "load_yaml", "registered_sections", "section", "to_dict", "validate",
+           "_suggest"]
 
 
 def key(node: Node, name: str | None = None) -> Any:
@@ -38,6 +39,17 @@ def key(node: Node, name: str | None = None) -> Any:
     if isinstance(node, Map) and node.default == {}:
         return dataclasses.field(default_factory=lambda: node.check({}, ""), metadata=meta)
     return dataclasses.field(default_factory=lambda: copy.deepcopy(node.default), metadata=meta)
+
+
+def registered_sections(provider: Callable[[], dict[str, type]]) -> Any:
+    """A field of a :func:`section` class holding sections that are registered, not declared
+    here: ``provider()`` gives, when a file is read, each section's key and its class (a
+    :func:`section`). In files their keys sit beside the class's own (``loop.teleop``); in
+    the object they are read as attributes (``exp.loop.teleop``) and kept in this field, a
+    dict by key. Each is validated, defaulted and described like a declared key."""
+    def defaults():
+        return {name: cls.schema.check({}, name) for name, cls in provider().items()}
+    return dataclasses.field(default_factory=defaults, metadata={"sections": provider})
 
 
 def section(doc: str = "", check: Callable[[dict, str], None] | None = None, extra: Node | None = None,
@@ -55,22 +67,43 @@ def section(doc: str = "", check: Callable[[dict, str], None] | None = None, ext
     """
     def wrap(cls):
         cls = dataclasses.dataclass(kw_only=True)(cls)
-        fields = {_file_key(f): f.metadata["node"] for f in dataclasses.fields(cls)}
-        renamed = {_file_key(f): f.name for f in dataclasses.fields(cls) if _file_key(f) != f.name}
+        declared = [f for f in dataclasses.fields(cls) if "sections" not in f.metadata]
+        fields = {_file_key(f): f.metadata["node"] for f in declared}
+        renamed = {_file_key(f): f.name for f in declared if _file_key(f) != f.name}
+        registered = next((f for f in dataclasses.fields(cls) if "sections" in f.metadata), None)
+        more = None
+        if registered is not None:
+            provider = registered.metadata["sections"]
+            more = lambda: {name: section_cls.schema for name, section_cls in provider().items()}  # noqa: E731
+            cls.__getattr__ = _registered_attribute(registered.name)
 
         def build(**values):
-            return cls(**{renamed.get(k, k): v for k, v in values.items()})
-        cls.schema = Map(fields, {} if default is None else default, doc, extra=extra, check=check, into=build)
+            if registered is None:
+                return cls(**{renamed.get(k, k): v for k, v in values.items()})
+            out = {renamed.get(k, k): v for k, v in values.items() if k in fields}
+            return cls(**out, **{registered.name: {k: v for k, v in values.items() if k not in fields}})
+        cls.schema = Map(fields, {} if default is None else default, doc, extra=extra, check=check, into=build,
+                         more=more)
         cls.schema.section = cls
         return cls
     return wrap
+
+
+def _registered_attribute(field_name: str):
+    """``__getattr__`` of a section with registered sections: each is read by its key."""
+    def get(self, name):
+        sections = self.__dict__.get(field_name)
+        if sections is not None and name in sections:
+            return sections[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    return get
 
 
 def describe(schema: Node, prefix: str = "") -> list[tuple[str, str, str, str]]:
     """Every key of a schema as (dotted key, what is allowed, default, doc), for reference docs."""
     rows = []
     if isinstance(schema, Map):
-        for key, node in schema.fields.items():
+        for key, node in schema.all_fields().items():
             path = f"{prefix}.{key}" if prefix else key
             if isinstance(node, Map) and node.fields:
                 rows.append((path, "mapping", "", node.doc))

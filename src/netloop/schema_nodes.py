@@ -228,14 +228,20 @@ class Map(Node):
     """A mapping with known keys. Unknown keys are refused with the list of allowed ones,
     unless ``extra`` gives a schema for free-form values (e.g. per-topic settings). With
     ``into`` (a callable taking the validated keys, as :func:`netloop.schema.section` sets) the
-    mapping becomes a typed object."""
+    mapping becomes a typed object. ``more`` (called at each validation) gives keys that are
+    known only when the file is read: sections registered by plug-ins (a loop kind's
+    ``loop.<kind>``)."""
 
     def __init__(self, fields: dict[str, Node], default: Any = _REQUIRED, doc: str = "",
                  extra: Node | None = None, check: Callable[[dict, str], None] | None = None,
-                 into: Callable[..., Any] | None = None):
+                 into: Callable[..., Any] | None = None, more: Callable[[], dict[str, Node]] | None = None):
         super().__init__(default, doc)
-        self.fields, self.extra, self.post_check, self.into = fields, extra, check, into
+        self.fields, self.extra, self.post_check, self.into, self.more = fields, extra, check, into, more
         self.section: type | None = None   # the section class ``into`` builds, if any
+
+    def all_fields(self) -> dict[str, Node]:
+        """The fixed keys, then those ``more`` gives now."""
+        return {**self.fields, **self.more()} if self.more is not None else self.fields
 
     def check(self, value, key):
         if value is None:
@@ -244,20 +250,20 @@ class Map(Node):
             value = to_dict(value)
         if not isinstance(value, dict):
             raise ConfigError(key, f"expected a mapping, got {_type_name(value)} {value!r}")
-        out, found = {}, Collector()
+        out, found, fields = {}, Collector(), self.all_fields()
         for k, v in value.items():
             sub = f"{key}.{k}" if key else str(k)
             with found.check():
-                if k in self.fields and v is None and self.fields[k].default is None:
+                if k in fields and v is None and fields[k].default is None:
                     out[k] = None  # an optional key given as null, as validated output holds it
-                elif k in self.fields:
-                    out[k] = self.fields[k].check(v, sub)
+                elif k in fields:
+                    out[k] = fields[k].check(v, sub)
                 elif self.extra is not None:
                     out[k] = self.extra.check(v, sub)
                 else:
-                    raise ConfigError(sub, f"unknown key{_suggest(k, self.fields)}; allowed keys at "
-                                           f"{key or 'the top level'}: {', '.join(self.fields)}")
-        for k, node in self.fields.items():
+                    raise ConfigError(sub, f"unknown key{_suggest(k, fields)}; allowed keys at "
+                                           f"{key or 'the top level'}: {', '.join(fields)}")
+        for k, node in fields.items():
             if k in value:
                 continue
             sub = f"{key}.{k}" if key else k
@@ -278,9 +284,17 @@ def _file_key(f: dataclasses.Field) -> str:
 
 
 def to_dict(obj: Any) -> Any:
-    """A section (or a list/dict of them) as plain data: what YAML and JSON files hold."""
+    """A section (or a list/dict of them) as plain data: what YAML and JSON files hold. A
+    field of registered sections (``netloop.schema.registered_sections``) puts each of its
+    sections beside the section's own keys, as the file has them."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {_file_key(f): to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        out = {}
+        for f in dataclasses.fields(obj):
+            if "sections" in f.metadata:
+                out.update((k, to_dict(v)) for k, v in getattr(obj, f.name).items())
+            else:
+                out[_file_key(f)] = to_dict(getattr(obj, f.name))
+        return out
     if isinstance(obj, (list, tuple)):
         return [to_dict(v) for v in obj]
     if isinstance(obj, dict):

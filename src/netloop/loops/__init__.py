@@ -13,7 +13,10 @@ the analysis side, a :class:`netloop.analysis.kinds.LoopAnalysis` (its analysis 
 typed results, CSVs and report sections). Each side is imported only when it is first asked
 for, so this module imports nothing: the analysis finds a kind here without loading the run
 (test/test_analysis_imports.py), and the operator's side runs without the analysis's numpy.
-A kind defined elsewhere (a plug-in, a test) joins with :func:`register_loop_kind`.
+An entry may also name the kind's own section of the experiment file (``config``: its keys
+are ``loop.<name>.*``, as ``loop.teleop``), which the model validates, defaults and documents
+like its declared keys. A kind defined elsewhere (a plug-in, a test) joins with
+:func:`register_loop_kind`.
 """
 from __future__ import annotations
 
@@ -30,11 +33,14 @@ Side = Union[str, Callable[[], Any]]
 
 @dataclass(frozen=True)
 class LoopKindEntry:
-    """One loop kind: its word (``loop.type``) and its run and analysis sides."""
+    """One loop kind: its word (``loop.type``), its run and analysis sides, and its keys of the
+    experiment file, if it has its own: ``config`` names a section class
+    (:func:`netloop.schema.section`) whose keys are ``loop.<name>.*`` (``loop.teleop``)."""
 
     name: str
     run: Side
     analysis: Side
+    config: Side | None = None
 
 
 def _load(side: Side) -> Callable[[], Any]:
@@ -56,7 +62,8 @@ def register_loop_kind(entry: LoopKindEntry) -> None:
 
 for _entry in (
         LoopKindEntry("rlc", "netloop.loops.rlc.run:RlcLoop", "netloop.loops.rlc.analysis:RlcAnalysis"),
-        LoopKindEntry("teleop", "netloop.loops.teleop.run:TeleopLoop", "netloop.loops.teleop.analysis:TeleopAnalysis"),
+        LoopKindEntry("teleop", "netloop.loops.teleop.run:TeleopLoop", "netloop.loops.teleop.analysis:TeleopAnalysis",
+                      "netloop.loops.teleop.config:Teleop"),
         LoopKindEntry("none", "netloop.loops.none.run:NoLoop", "netloop.analysis.kinds:LoopAnalysis")):
     register_loop_kind(_entry)
 
@@ -89,6 +96,12 @@ def loop_analysis(name: str) -> Any:
     return _load(loop_kind_entry(name).analysis)()
 
 
+def loop_kind_sections() -> dict[str, Any]:
+    """Each kind's own section of the experiment model (``loop.<name>``), by name: the kinds
+    whose entry gives a ``config``."""
+    return {e.name: _load(e.config) for e in _KINDS.values() if e.config is not None}
+
+
 def loop_type_of(meta: RunRecord) -> str:
     """The loop type a run's metadata.json records (:data:`DEFAULT_LOOP_TYPE` when it names none)."""
     return str(meta.loop_type or DEFAULT_LOOP_TYPE)
@@ -103,4 +116,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["DEFAULT_LOOP_TYPE", "LoopKindEntry", "get_loop_kind", "loop_analysis", "loop_kind_entry",
-           "loop_kind_names", "loop_type_of", "register_loop_kind"]
+           "loop_kind_names", "loop_kind_sections", "loop_type_of", "register_loop_kind"]

@@ -1,6 +1,7 @@
 """The ``teleop`` kind's sections of the experiment model: ``loop.teleop`` (world, simulator,
-its parameters, the trial's overrides, the local baseline) and its hosts in ``loop.placement``.
-Data only (the schema library): :mod:`netloop.model` composes them into ``Loop``."""
+its parameters, the trial's overrides, the local baseline), which its registry entry gives
+(netloop.loops), and its hosts in ``loop.placement``, which :mod:`netloop.model` composes into
+``Placement``. Data only (the schema library)."""
 from __future__ import annotations
 
 import dataclasses
