@@ -15,6 +15,7 @@ import socket
 from typing import Any
 
 from .master import RosMaster
+from .netns import NetnsCaller
 
 _SYS_PIDFD_GETFD = 438  # x86_64 and aarch64 generic table
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -45,12 +46,13 @@ def socket_tcp_nodelay(pid: int, fd: int) -> bool | None:
         os.close(pidfd)
 
 
-def node_connections(master: RosMaster, node: str) -> list[dict[str, Any]]:
-    """Every connection of a node (by name), with ``tcp_nodelay`` read from the socket for TCPROS."""
+def node_connections(master: RosMaster, node: str, caller: NetnsCaller | None = None) -> list[dict[str, Any]]:
+    """Every connection of a node (by name), with ``tcp_nodelay`` read from the socket for TCPROS.
+    ``caller``: where to ask the node from (its own host's namespace), else the master's host."""
     uri = master.lookup_node(node)
-    pid = master.node_pid(uri)
+    pid = master.node_pid(uri, caller)
     out = []
-    for conn in master.bus_info(uri):
+    for conn in master.bus_info(uri, caller):
         conn = dict(conn)
         m = _SOCKET_RE.search(conn.get("info", ""))
         conn["tcp_nodelay"] = (socket_tcp_nodelay(pid, int(m.group(1)))

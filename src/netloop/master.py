@@ -143,9 +143,10 @@ class RosMaster:
         self.rosout = self.group.start(f"{self.name}-rosout", argv, env=penv, remote=remote, role=CORE)
         return self
 
-    def rpc(self, uri: str, method: str, *args: Any) -> Any:
-        """An XML-RPC call to the master or a node, made from the master's host."""
-        return self.rpc_caller(lambda: getattr(xmlrpc.client.ServerProxy(uri), method)(CALLER_ID, *args))
+    def rpc(self, uri: str, method: str, *args: Any, caller: NetnsCaller | None = None) -> Any:
+        """An XML-RPC call to the master or a node, made from the master's host (or through
+        ``caller``: from a node's own host, so that asking it does not cross the link)."""
+        return (caller or self.rpc_caller)(lambda: getattr(xmlrpc.client.ServerProxy(uri), method)(CALLER_ID, *args))
 
     def ready(self, timeout: float = 2.0) -> bool:
         """The master answers getPid within ``timeout`` seconds (another server on its port
@@ -172,16 +173,16 @@ class RosMaster:
             raise MasterError(f"lookupNode {name}: {msg}")
         return uri
 
-    def bus_info(self, node_uri: str) -> list[dict[str, Any]]:
+    def bus_info(self, node_uri: str, caller: NetnsCaller | None = None) -> list[dict[str, Any]]:
         """A node's connections, as ``rosnode info`` shows them (XML-RPC getBusInfo)."""
-        code, msg, info = self.rpc(node_uri, "getBusInfo")
+        code, msg, info = self.rpc(node_uri, "getBusInfo", caller=caller)
         if code != 1:
             raise MasterError(f"getBusInfo {node_uri}: {msg}")
         keys = ("id", "destination", "direction", "transport", "topic", "connected", "info")
         return [dict(zip(keys, row)) for row in info]
 
-    def node_pid(self, node_uri: str) -> int:
-        code, msg, pid = self.rpc(node_uri, "getPid")
+    def node_pid(self, node_uri: str, caller: NetnsCaller | None = None) -> int:
+        code, msg, pid = self.rpc(node_uri, "getPid", caller=caller)
         if code != 1:
             raise MasterError(f"getPid {node_uri}: {msg}")
         return int(pid)

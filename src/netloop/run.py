@@ -106,6 +106,7 @@ class Run:
         self.group = self.stack.enter_context(ProcessGroup(self.run_dir / "logs"))
         self.masters = start_masters(self.hosts, self.group, self.transport.multi_master, self.stack)
         self.nodes = Nodes(self.hosts, self.group, self.masters, self.run_dir / "logs" / "ros")
+        self.stack.callback(self.nodes.close)
 
     def start_transport(self) -> None:
         """The transport's relays or master-sync processes; metadata says what really ran."""

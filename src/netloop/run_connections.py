@@ -34,12 +34,12 @@ def negotiated_transports(nodes: Nodes, connections: list[tuple[str, str, str]],
         try:
             pub_master, sub_master = nodes.master_of_node(publisher), nodes.master_of_node(subscriber)
             if pub_master is sub_master:
-                conns = [c for c in node_connections(pub_master, publisher)
+                conns = [c for c in node_connections(pub_master, publisher, nodes.caller_of_node(publisher))
                          if c["topic"] == topic and c["direction"] == "o" and c["destination"] == subscriber
                          and c["connected"]]
                 suffix = ""
             else:
-                conns = [c for c in node_connections(sub_master, subscriber)
+                conns = [c for c in node_connections(sub_master, subscriber, nodes.caller_of_node(subscriber))
                          if c["topic"] == topic and c["direction"] == "i" and c["connected"]]
                 suffix = " via relay"
         except (MasterError, OSError, xmlrpc.client.Error):  # a node not registered yet, or gone

@@ -13,6 +13,7 @@ from .flows import echo_topic, flow_connections, flow_datatype, flow_processes, 
 from .hosts import Hosts
 from .loops import get_loop_kind
 from .master import MasterError, RosMaster
+from .netns import NetnsCaller
 from .model import Experiment
 from .processes import NODE, SENDER, ManagedProcess, ProcessGroup
 from .transports import CrossingTopic
@@ -30,9 +31,23 @@ class Nodes:
         self.hosts, self.group, self.masters, self.ros_log = hosts, group, masters, ros_log
         self.host_of: dict[str, str] = {}   # "/node" -> host
         self.started: list[ManagedProcess] = []
+        self._callers: dict[str, NetnsCaller] = {}
 
     def master_of_node(self, node: str) -> RosMaster:
         return self.masters[self.host_of[node]]
+
+    def caller_of_node(self, node: str) -> NetnsCaller:
+        """Calls made from the node's own host (its namespace; on real machines, from here):
+        asking a node about its connections then does not cross the emulated link."""
+        host = self.host_of[node]
+        if host not in self._callers:
+            self._callers[host] = NetnsCaller(self.hosts.netns(host))
+        return self._callers[host]
+
+    def close(self) -> None:
+        """End the callers' threads."""
+        for caller in self._callers.values():
+            caller.close()
 
     def set_params(self, params: dict[str, Any], namespace: str) -> None:
         """Set parameters on every master (each host's nodes read their own master)."""
