@@ -13,6 +13,10 @@
 // would, so that a queue too short for the flow shows its drops.
 // When it stops it writes what it received and lost beside the record: missing sequence
 // numbers and roscpp's subscriber-queue drops (include/netloop/receive_stats.h).
+// Stopping: on SIGINT or SIGTERM it still takes what roscpp already holds for it (its
+// subscriber queue: a sink slower than its flow has a backlog that TCP acknowledged to the
+// sender long ago) until the queue has been empty for 50 ms, at most ~drain [s, default 1];
+// a second signal stops it at once.
 //
 // Relay mode (~republish true): subscribes `flow_in` on its own host and republishes every
 // message on `flow`, recording each (kind "tap") as it is republished, i.e. the exact time the
@@ -38,6 +42,10 @@
 #include <ros/ros.h>
 #include <topic_tools/shape_shifter.h>
 
+#include <ros/callback_queue.h>
+
+#include <atomic>
+#include <csignal>
 #include <cstring>
 #include <optional>
 
@@ -49,6 +57,26 @@
 
 namespace netloop {
 namespace {
+
+std::atomic<int> g_signals{0};  // SIGINT/SIGTERM received: 1 drains, 2 stops at once
+void onSignal(int) { ++g_signals; }
+
+/// Spins until a signal, then takes what the subscriber queue still holds: until it has been
+/// empty for 50 ms, at most `drain` seconds, or until a second signal.
+void spinThenDrain(double drain) {
+  ros::CallbackQueue& queue = *ros::getGlobalCallbackQueue();
+  while (ros::ok() && g_signals == 0) queue.callAvailable(ros::WallDuration(0.05));
+  const ros::WallTime until = ros::WallTime::now() + ros::WallDuration(drain);
+  ros::WallTime empty_since = ros::WallTime::now();
+  for (ros::WallTime now = empty_since; ros::ok() && g_signals < 2 && now < until; now = ros::WallTime::now()) {
+    if (!queue.isEmpty()) {
+      empty_since = now;
+    } else if ((now - empty_since).toSec() >= 0.05) {
+      break;
+    }
+    queue.callAvailable(ros::WallDuration(0.01));
+  }
+}
 
 struct Stamp {
   uint32_t seq = 0;
@@ -164,6 +192,7 @@ int run() {
   const std::string topic = nh.resolveName("flow");
   const QueueDepths queues = requireQueueDepths(pnh, 100);
   const double process_time = requireNumber(pnh, "process_time", 0.0, Bound::NonNegative);
+  const double drain = requireNumber(pnh, "drain", 1.0, Bound::NonNegative);
   const std::string record_path = pnh.param<std::string>("record_path", "");
   ros2::Endpoints endpoints(nh, pnh);
   const bool relay = pnh.param("republish", false);
@@ -214,7 +243,7 @@ int run() {
   endpoints.ready();
   ROS_INFO("flow_sink %s (%s) over %s, subscriber queue %u", topic.c_str(), kind.c_str(),
            mw_in ? endpoints.describe("").c_str() : transportName(transport).c_str(), queues.subscriber);
-  ros::spin();
+  spinThenDrain(drain);
   const WireCounts counts = mw_sub ? mw_sub->counts() : wire->poll();
   endpoints.finish();
   const SeqTracker seqs = sink.seqs();
@@ -223,10 +252,15 @@ int run() {
   ROS_INFO("flow_sink %s: %llu messages, %lld missing, %lld dropped by the subscriber queue", topic.c_str(),
            static_cast<unsigned long long>(sink.received()), static_cast<long long>(seqs.missing()),
            static_cast<long long>(counts.drops));
+  ros::shutdown();
   return 0;
 }
 
 }  // namespace
 }  // namespace netloop
 
-int main(int argc, char** argv) { return netloop::runNode(argc, argv, "flow_sink", netloop::run); }
+int main(int argc, char** argv) {
+  std::signal(SIGINT, netloop::onSignal);
+  std::signal(SIGTERM, netloop::onSignal);
+  return netloop::runNode(argc, argv, "flow_sink", netloop::run, ros::init_options::NoSigintHandler);
+}
