@@ -20,7 +20,7 @@ from .machines import SSH_LOST, RealHosts, load_machines
 from .master import RosMaster
 from .model import Experiment
 from .processes import SENDER, ManagedProcess, ProcessGroup, log_tail
-from .run_connections import wait_connected
+from .run_connections import negotiated_transports, wait_connected
 from .run_files import RunRecord
 from .run_nodes import Nodes, StartedFlows, crossing_topics, start_flows, start_masters, topic_qos
 from .run_timeline import RunPhases
@@ -83,6 +83,8 @@ class Run:
         self.flows = StartedFlows()
         self.endings: list[ManagedProcess] = []   # the processes whose end ends the run
         self.connections: list[tuple[str, str, str]] = []
+        #: (topic, publisher, subscriber) -> how it is connected, as found so far (run_connections)
+        self.seen_connections: dict[tuple[str, str, str], str] = {}
         self.nodes_started = 0.0
 
     # --- the phases, in order ----------------------------------------------------------------
@@ -124,7 +126,7 @@ class Run:
         """Every perturbing flow: its subscribers first, then its source or bag player."""
         self.nodes_started = time.monotonic()
         self.phases.mark("nodes_started")
-        self.flows = start_flows(self.nodes, self.exp, self.transport, self.run_dir)
+        self.flows = start_flows(self.nodes, self.exp, self.transport, self.run_dir, self._glance)
         self.connections += self.flows.connections
 
     def start_loop(self) -> None:
@@ -139,7 +141,8 @@ class Run:
         negotiated transport recorded; RunFailed naming what is missing otherwise."""
         watched = self._watched()
         negotiated, missing = wait_connected(self.nodes, self.hosts, self.transport, self.connections,
-                                             self.exp.connect_timeout, lambda: self._tick(watched + self.endings))
+                                             self.exp.connect_timeout, lambda: self._tick(watched + self.endings),
+                                             self.seen_connections)
         self.meta.update(negotiated_transport=negotiated or {}, node_uris=self.nodes.uris(self.connections),
                          masters={h: m.uri for h, m in self.masters.items()})
         if missing:
@@ -245,6 +248,14 @@ class Run:
         return self.meta.record
 
     # --- helpers -----------------------------------------------------------------------------
+    def _glance(self, connections: list[tuple[str, str, str]]) -> None:
+        """Note the ROS 1 connections already made while later nodes still start: a short flow
+        whose nodes started early may have ended (its source drained and gone) before every node
+        of the run is up, and its connection could no longer be read then (over SSH, starting
+        32 nodes takes tens of seconds)."""
+        native = self.transport.native_connections(connections)
+        negotiated_transports(self.nodes, [c for c in connections if c not in native], self.seen_connections)
+
     def _watched(self) -> list[ManagedProcess]:
         """The processes that must not die: every node started, but the loop's ending ones."""
         return [p for p in self.nodes.started if p not in self.endings]

@@ -54,15 +54,17 @@ def negotiated_transports(nodes: Nodes, connections: list[tuple[str, str, str]],
 
 
 def wait_connected(nodes: Nodes, hosts: Hosts, transport: Transport, connections: list[tuple[str, str, str]],
-                   timeout: float, between_polls: Callable[[], None]) -> tuple[dict[str, str] | None, list[str]]:
+                   timeout: float, between_polls: Callable[[], None],
+                   seen: dict[tuple[str, str, str], str] | None = None) -> tuple[dict[str, str] | None, list[str]]:
     """Poll every ``POLL_S`` until each of ``connections`` is connected (native ROS 2
     connections: both nodes' middleware endpoints matched) or ``timeout`` s have passed;
     ``between_polls`` runs before each poll (checks that no process died, samples CPU).
     Returns the negotiated transport of each connection (:func:`negotiated_transports`; None
-    when not every ROS 1 connection is up) and what is still missing ([] when connected)."""
+    when not every ROS 1 connection is up) and what is still missing ([] when connected).
+    ``seen``: the connections found before (while later nodes were starting), kept in it."""
     native = transport.native_connections(connections)
     ros1 = [c for c in connections if c not in native]
-    found, seen, unmatched = None, {}, []
+    found, seen, unmatched = None, {} if seen is None else seen, []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         between_polls()

@@ -6,7 +6,7 @@ import xmlrpc.client
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import paths, rosenv
 from .flows import echo_topic, flow_connections, flow_datatype, flow_processes, message_bytes, topic_of
@@ -142,10 +142,12 @@ def is_sink(proc: dict[str, Any]) -> bool:
     return bool(proc["subscribes"]) and not proc["publishes"]
 
 
-def start_flows(nodes: Nodes, exp: Experiment, transport, run_dir: Path) -> StartedFlows:
+def start_flows(nodes: Nodes, exp: Experiment, transport, run_dir: Path,
+                after_each: Callable[[list[tuple[str, str, str]]], None] | None = None) -> StartedFlows:
     """Every perturbing flow, its subscribers first; each subscriber's ROS transport is the
     flow's own or the run transport's choice. Every subscriber of a flow after its first waits
-    ``subscriber_delay`` (it is returned in ``late``, not started)."""
+    ``subscriber_delay`` (it is returned in ``late``, not started). ``after_each(connections)``
+    is called after each flow has started, with the connections of the flows started so far."""
     out = StartedFlows()
     for flow in exp.flow_instances:
         if flow.transport != "same":
@@ -163,5 +165,7 @@ def start_flows(nodes: Nodes, exp: Experiment, transport, run_dir: Path) -> Star
             if is_sender(p) and (flow.count or flow.kind == "lidar_bag"):   # a bag player ends with its bag
                 out.finite.append(proc)
         out.connections += flow_connections([p for p in procs if p not in delayed])
+        if after_each is not None:
+            after_each(out.connections)
     out.late.sort(key=lambda item: item[0])
     return out
