@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 namespace netloop {

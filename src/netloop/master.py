@@ -97,11 +97,15 @@ class RosMaster:
         self._log_start = 0
         self.rosout: ManagedProcess | None = None
 
+    def _core_env(self) -> dict[str, str]:
+        """The environment of rosmaster and rosout: this master's URI (its port may have been
+        replaced since the last start) and address."""
+        return dict(self.env, ROS_MASTER_URI=self.uri, ROS_IP=self.address)
+
     def launch(self) -> None:
         """Start rosmaster without waiting for it (:meth:`start` waits): the masters of a
         multi-master run are launched together, then awaited one by one (start_together)."""
-        env = dict(self.env, ROS_MASTER_URI=self.uri, ROS_IP=self.address)
-        argv, penv, remote = self.command(["rosmaster", "--core", "-p", str(self.port), "-w", "3"], env)
+        argv, penv, remote = self.command(["rosmaster", "--core", "-p", str(self.port), "-w", "3"], self._core_env())
         self._log_start = _size(self.group.log_dir / f"{self.name}.log")   # the log is appended to
         self.process = self.group.start(self.name, argv, env=penv, remote=remote, role=CORE)
 
@@ -138,8 +142,7 @@ class RosMaster:
                                   f"{log_tail(self.process.log_path)}")
             time.sleep(0.05)
         self.set_params({"run_id": self.name + "-" + str(self.port)}, "/")
-        env = dict(self.env, ROS_MASTER_URI=self.uri, ROS_IP=self.address)
-        argv, penv, remote = self.command([ROSOUT_BINARY, "__name:=rosout"], env)
+        argv, penv, remote = self.command([ROSOUT_BINARY, "__name:=rosout"], self._core_env())
         self.rosout = self.group.start(f"{self.name}-rosout", argv, env=penv, remote=remote, role=CORE)
         return self
 
