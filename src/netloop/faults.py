@@ -17,8 +17,10 @@ each frame on the air) the hosts send with that probability (:meth:`netloop.test
 
 The schedule is polled by the runner's wait loop (every 50 ms); the actual start and end of
 every outage, wall-clock, are recorded in ``metadata.json`` (``faults``), which is what the
-analysis uses (recovery time: from an outage's end, the moment the interface is brought back,
-to the first message delivered after it). Every outage still in effect is ended on every exit
+analysis uses. An outage starts once it is in effect on every one of its hosts, and ends the
+moment netloop begins to bring them back (``up_s``: how long that took), so a message sent
+between the two was sent while every host was cut off; the recovery time, from the end to the
+first message delivered after it, includes bringing the link back. Every outage still in effect is ended on every exit
 path (:meth:`FaultSchedule.end_all`): interfaces back up, stations back on the air.
 """
 from __future__ import annotations
@@ -82,8 +84,7 @@ class FaultSchedule:
                 self.testbed.set_loss(host, loss if begin else 0.0)
             return
         if rec["kind"] != "interface_down":
-            for host in hosts or self.testbed.hosts:
-                self.testbed.set_transmitting(host, not begin)
+            self.testbed.set_transmitting(hosts or self.testbed.hosts, not begin)
         elif begin:
             for host in hosts or self.testbed.hosts:
                 rec.setdefault("_down", []).append(host)   # first: if going down fails half-way, the end restores it
@@ -104,10 +105,12 @@ class FaultSchedule:
         try:
             self._apply(rec, False)
         finally:
-            # an interface outage ends when it is brought back (the recovery counts the bring-up);
-            # a drop ends when the interface sends again
-            rec["end"] = t_end if rec["kind"] == "interface_down" and rec["loss"] is None else time.time()
-            if rec["kind"] == "interface_down":
+            # an outage ends when its hosts are being brought back: the recovery counts that, and
+            # nothing a host sends after its own return counts as sent during the outage (with
+            # several hosts, each returns within the time the others take); a loss burst ends
+            # once the emulator has been told
+            rec["end"] = t_end if rec["loss"] is None else time.time()
+            if rec["loss"] is None:
                 rec["up_s"] = round(time.time() - t_end, 6)
             self._active.remove(rec)
 

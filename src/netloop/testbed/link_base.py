@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from . import util
 from .profile_models import LinkProfile
@@ -158,16 +158,20 @@ class Link:
         """The routes ``host`` gets beside its subnet's (``ip route add`` arguments)."""
         return []
 
-    def set_transmitting(self, host: str, on: bool) -> None:
-        """Stop (``on`` False) or restart ``host``'s transmissions: an outage. Stopped, its net0
-        drops every packet at once (a pfifo of length 0: silently, as a radio that is off;
-        TCP retransmits with back-off); restarted, its queueing is set up as up() did."""
-        ns = self.ctx.netns[host]
+    def set_transmitting(self, hosts: Sequence[str], on: bool) -> None:
+        """Stop (``on`` False) or restart the transmissions of ``hosts``: an outage. Stopped, a
+        host's net0 drops every packet at once (a pfifo of length 0: silently, as a radio that
+        is off; TCP retransmits with back-off); restarted, its queueing is set up as up() did.
+        The hosts stop, and start again, together (one ``tc`` each, at the same time)."""
+        namespaces = [self.ctx.netns[h] for h in hosts]
         if not on:
-            util.run(["tc", "-n", ns, "qdisc", "replace", "dev", IFACE, "root", "pfifo", "limit", "0"])
+            util.run_together([["tc", "-n", ns, "qdisc", "replace", "dev", IFACE, "root", "pfifo", "limit", "0"]
+                               for ns in namespaces])
             return
-        util.run(["tc", "-n", ns, "qdisc", "del", "dev", IFACE, "root"], check=False)
-        self.shape(host)
+        util.run_together([["tc", "-n", ns, "qdisc", "del", "dev", IFACE, "root"] for ns in namespaces],
+                          check=False)
+        for host in hosts:
+            self.shape(host)
 
     def set_loss(self, host: str | None, probability: float) -> None:
         """A loss burst: what ``host`` sends (None: every host) is lost with ``probability``

@@ -65,7 +65,7 @@ def goodput(tb: Testbed, src: str = "robot", dst: str = "operator", seconds: flo
     try:
         send = subprocess.run(_probe_cmd(tb, src, ["tcp-send", "--host", tb.address(dst),
                                                    "--port", str(port), "--seconds", str(seconds)]),
-                              capture_output=True, text=True, env=_env(), timeout=seconds + 30)
+                              capture_output=True, text=True, env=_env(), timeout=seconds + 40)
         out, err = sink.communicate(timeout=30)
     finally:
         if sink.poll() is None:

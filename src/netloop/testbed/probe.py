@@ -71,7 +71,11 @@ def tcp_send(host: str, port: int, seconds: float, connect_timeout: float = 10.0
     while time.monotonic() < end:
         sent += sock.send(chunk)
     sock.shutdown(socket.SHUT_WR)
-    sock.recv(1)  # wait for the sink to close: everything was received
+    # wait for the sink to close: everything was received. The send buffer (megabytes once TCP
+    # has grown it) still crosses at the link's rate, slower while an emulator lags real time,
+    # whose run the caller then judges by its lag rather than by a timeout here
+    sock.settimeout(20.0)
+    sock.recv(1)
     sock.close()
     return {"bytes_sent": sent, "seconds": seconds}
 

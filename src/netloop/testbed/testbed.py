@@ -22,6 +22,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Sequence
 
 from . import interfaces, state, util
 from .links import LinkContext, host_address, make_link
@@ -139,13 +140,16 @@ class Testbed(Hosts):
         """None: the namespaces write into the run directory directly."""
         return []
 
-    def set_transmitting(self, host: str, on: bool) -> None:
-        """An outage of ``host`` (``on`` False: everything it sends is dropped at its interface)
-        or its end; see :meth:`netloop.testbed.links.Link.set_transmitting`."""
-        self._check_host(host)
+    def set_transmitting(self, hosts: str | Sequence[str], on: bool) -> None:
+        """An outage of ``hosts`` (a host or several; ``on`` False: everything they send is
+        dropped at their interface) or its end, for every host at the same time; see
+        :meth:`netloop.testbed.links.Link.set_transmitting`."""
+        hosts = [hosts] if isinstance(hosts, str) else list(hosts)
+        for host in hosts:
+            self._check_host(host)
         if self.is_loopback or not self._is_up:
             raise TestbedError("outages need a testbed that is up, with interfaces (not loopback)")
-        self._link.set_transmitting(host, on)
+        self._link.set_transmitting(hosts, on)
 
     def set_interface(self, host: str, up: bool) -> None:
         """An interface outage of ``host`` (``up`` False: its net0 goes down, the kernel drops its

@@ -43,6 +43,33 @@ def run(cmd: Sequence[str], check: bool = True, timeout: float = 20.0) -> subpro
     return proc
 
 
+def run_together(cmds: Sequence[Sequence[str]], check: bool = True, timeout: float = 20.0) -> None:
+    """Run several short commands at the same time (one process each), waiting for all; raise
+    TestbedError naming the first that failed. What they change then takes effect within a
+    process start of each other rather than one command's time after another."""
+    procs = []
+    try:
+        for cmd in cmds:
+            procs.append((cmd, subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                text=True)))
+    except FileNotFoundError:
+        raise TestbedError(f"command not found: {cmds[len(procs)][0]}") from None
+    finally:
+        failed = []
+        for cmd, proc in procs:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                failed.append(f"command timed out after {timeout:g} s: {' '.join(cmd)}")
+                continue
+            if check and proc.returncode != 0:
+                failed.append(f"'{' '.join(cmd)}' failed ({proc.returncode}): {(err or out).strip()}")
+    if failed:
+        raise TestbedError(failed[0])
+
+
 def ip_batch(lines: Sequence[str], netns: str | None = None) -> None:
     """Run several ``ip`` commands in one process (``ip -batch``); fast and all-or-error."""
     cmd = ["ip"] + (["-n", netns] if netns else []) + ["-batch", "-"]
