@@ -5,28 +5,32 @@
 #   scripts/build.sh --robot                         a robot's build (what `make robot` runs): only the
 #                                                    nodes that run on a robot (-DNETLOOP_ROBOT_ONLY=ON),
 #                                                    no Zenoh shim, in the same .build/ws
-#   scripts/build.sh --install PREFIX [--workspace DIR]
+#   scripts/build.sh --install PREFIX [--workspace DIR] [--log FILE]
 #                                                    also `catkin_make install` into PREFIX, building
 #                                                    in DIR (default .build/install-ws)
 #
 # A workspace is a folder whose src/netloop links back to this repository; its build log is
-# build.log beside it (.build/build.log for the default one).
+# build.log beside it (.build/build.log for the default one) or FILE, with the Zenoh shim's
+# zenoh-build.log beside that. ccache finds the objects of one workspace for another only when both
+# are as deep inside the checkout (.build/<name>): the compiler's paths are relative to its folder.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ws="$root/.build/ws"
 prefix=""
 robot=OFF
-usage() { echo "usage: scripts/build.sh [--robot] [--install PREFIX] [--workspace DIR]" >&2; exit 2; }
+log=""
+usage() { echo "usage: scripts/build.sh [--robot] [--install PREFIX] [--workspace DIR] [--log FILE]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --install) [ $# -ge 2 ] || usage; prefix=$(realpath -m "$2"); shift 2 ;;
     --workspace) [ $# -ge 2 ] || usage; ws=$(realpath -m "$2"); shift 2 ;;
+    --log) [ $# -ge 2 ] || usage; log=$(realpath -m "$2"); shift 2 ;;
     --robot) robot=ON; shift ;;
     *) echo "build: unknown argument '$1'" >&2; usage ;;
   esac
 done
 if [ -n "$prefix" ] && [ "$ws" = "$root/.build/ws" ]; then ws="$root/.build/install-ws"; fi
-log="$(dirname "$ws")/build.log"
+log=${log:-"$(dirname "$ws")/build.log"}
 mkdir -p "$ws/src"
 [ -L "$ws/src/netloop" ] || ln -sfn "$root" "$ws/src/netloop"
 # The Zenoh shim (src/zenoh_shim, Rust, over the zenoh crate): cmake/zenoh.cmake links it into
@@ -34,7 +38,7 @@ mkdir -p "$ws/src"
 # ~/.cargo/bin is preferred when present). Without it the build goes on without the zenoh middleware.
 # Cargo's output goes to $NETLOOP_ZENOH_TARGET_DIR when set (a first build of the shim takes some
 # 15 minutes on 2 cores).
-zenoh_log="$(dirname "$ws")/zenoh-build.log"
+zenoh_log="$(dirname "$log")/zenoh-build.log"
 # By default the target directory is a per-user cache shared by every clone, like ccache's: a
 # fresh clone on a machine that built the shim once reuses it.
 zenoh_target=$(realpath -m "${NETLOOP_ZENOH_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/netloop/zenoh-target}")
