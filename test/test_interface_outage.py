@@ -28,7 +28,11 @@ from netloop.testbed import link_bench as bench
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: interfaces of namespaces go down")
 
-FLOW = {"kind": "generic", "from": "robot", "to": "operator", "size_bytes": 1024, "period": 0.02, "count": 150}
+# the flow sends from 0.5 s after its subscriber connected: well before the outage (1 s after every
+# subscriber connected), even for a source whose subscriber came last (with the default 1 s
+# delay a source could begin as the interface went down, and send too little during the outage)
+FLOW = {"kind": "generic", "from": "robot", "to": "operator", "size_bytes": 1024, "period": 0.02, "count": 150,
+        "start_delay": 0.5}
 DOWN = {"kind": "interface_down", "hosts": ["robot"], "at": 1.0, "duration": 1.0}
 
 
