@@ -20,8 +20,9 @@ every outage, wall-clock, are recorded in ``metadata.json`` (``faults``), which 
 analysis uses. An outage starts once it is in effect on every one of its hosts, and ends the
 moment netloop begins to bring them back (``up_s``: how long that took), so a message sent
 between the two was sent while every host was cut off; the recovery time, from the end to the
-first message delivered after it, includes bringing the link back. Every outage still in effect is ended on every exit
-path (:meth:`FaultSchedule.end_all`): interfaces back up, stations back on the air.
+first message delivered after it, includes bringing the link back. Every outage still in
+effect is ended on every exit path (:meth:`FaultSchedule.end_all`): interfaces back up,
+stations back on the air.
 """
 from __future__ import annotations
 
