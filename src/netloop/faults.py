@@ -110,9 +110,10 @@ class FaultSchedule:
             # nothing a host sends after its own return counts as sent during the outage (with
             # several hosts, each returns within the time the others take); a loss burst ends
             # once the emulator has been told
-            rec["end"] = t_end if rec["loss"] is None else time.time()
             if rec["loss"] is None:
-                rec["up_s"] = round(time.time() - t_end, 6)
+                rec["end"], rec["up_s"] = t_end, round(time.time() - t_end, 6)
+            else:
+                rec["end"] = time.time()
             self._active.remove(rec)
 
     def end_all(self) -> None:

@@ -34,12 +34,11 @@ def run(cmd: Sequence[str], check: bool = True, timeout: float = 20.0) -> subpro
     try:
         proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError:
-        raise TestbedError(f"command not found: {cmd[0]}") from None
+        raise _not_found(cmd) from None
     except subprocess.TimeoutExpired:
-        raise TestbedError(f"command timed out after {timeout:g} s: {' '.join(cmd)}") from None
+        raise TestbedError(_timed_out(cmd, timeout)) from None
     if check and proc.returncode != 0:
-        msg = (proc.stderr or proc.stdout).strip()
-        raise TestbedError(f"'{' '.join(cmd)}' failed ({proc.returncode}): {msg}")
+        raise TestbedError(_failed(cmd, proc.returncode, proc.stdout, proc.stderr))
     return proc
 
 
@@ -47,27 +46,40 @@ def run_together(cmds: Sequence[Sequence[str]], check: bool = True, timeout: flo
     """Run several short commands at the same time (one process each), waiting for all; raise
     TestbedError naming the first that failed. What they change then takes effect within a
     process start of each other rather than one command's time after another."""
-    procs = []
+    procs: list[tuple[Sequence[str], subprocess.Popen]] = []
+    problems: list[str] = []
     try:
         for cmd in cmds:
-            procs.append((cmd, subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                                text=True)))
-    except FileNotFoundError:
-        raise TestbedError(f"command not found: {cmds[len(procs)][0]}") from None
-    finally:
-        failed = []
+            try:
+                procs.append((cmd, subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                    text=True)))
+            except FileNotFoundError:
+                raise _not_found(cmd) from None
+    finally:   # every command started is waited for, even when a later one could not start
         for cmd, proc in procs:
             try:
                 out, err = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.communicate()
-                failed.append(f"command timed out after {timeout:g} s: {' '.join(cmd)}")
+                problems.append(_timed_out(cmd, timeout))
                 continue
             if check and proc.returncode != 0:
-                failed.append(f"'{' '.join(cmd)}' failed ({proc.returncode}): {(err or out).strip()}")
-    if failed:
-        raise TestbedError(failed[0])
+                problems.append(_failed(cmd, proc.returncode, out, err))
+    if problems:
+        raise TestbedError(problems[0])
+
+
+def _not_found(cmd: Sequence[str]) -> TestbedError:
+    return TestbedError(f"command not found: {cmd[0]}")
+
+
+def _timed_out(cmd: Sequence[str], timeout: float) -> str:
+    return f"command timed out after {timeout:g} s: {' '.join(cmd)}"
+
+
+def _failed(cmd: Sequence[str], returncode: int, out: str, err: str) -> str:
+    return f"'{' '.join(cmd)}' failed ({returncode}): {(err or out).strip()}"
 
 
 def ip_batch(lines: Sequence[str], netns: str | None = None) -> None:
