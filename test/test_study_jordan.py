@@ -66,7 +66,11 @@ def test_exp3_verdicts_by_ratio_and_count():
     assert by["Exp 3: RTT at 200 Hz, clock 50% / 100 %"].ours == pytest.approx(1.36)
     assert [by[f"Exp 3: degraded rates of 200-2000 Hz, clock {c}"].ours for c in ("100%", "75%", "50%")] == [3, 5, 7]
     assert checks[0].verdict == HOLDS
-    assert checks[1].verdict == HOLDS                       # 5.0 x 1.36 / 0.2 at 800 Hz: far above 2
+    # x34 (5.0 x 1.36 / 0.2 at 800 Hz) is no doubling: the rule has an upper bound
+    assert checks[1].verdict == FAILS and "×34.00" in checks[1].observed
+    doubled = [pt(float(r), 0.2 * (1 + (c < 1) * min(1.0, r / 2000)), cpu=c)
+               for c in (1.0, 0.5) for r in jordan.STUDY_RATES_EXP3]
+    assert jordan.compare_exp3(doubled)[1][1].verdict == HOLDS     # x2.0 at 2000 Hz
 
 
 def test_exp3_misses_when_the_clock_changes_nothing():

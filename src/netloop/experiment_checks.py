@@ -41,9 +41,10 @@ def check_host_computers(exp: Experiment, hosts: list[str], found: Collector) ->
         elif exp.machines and computer.get("cpu") is not None:
             found.add(f"hosts.{host}.cpu", f"CPU limits emulate a slow computer on this machine; with real "
                                            f"machines (machines: {exp.machines}) run on the slow computer itself")
-        elif computer.get("cpu_model") == "clock" and computer.get("cpu") is not None and computer["cpu"] > 1:
-            found.add(f"hosts.{host}.cpu", f"cpu_model clock is one core at a fraction of its clock: cpu must be "
-                                           f"at most 1, got {computer['cpu']:g}")
+        elif computer.get("cpu_model") in ("clock", "quota") and computer.get("cpu") is not None \
+                and computer["cpu"] > 1:
+            found.add(f"hosts.{host}.cpu", f"cpu_model {computer['cpu_model']} is one core at a fraction of its "
+                                           f"clock: cpu must be at most 1, got {computer['cpu']:g}")
         elif computer.get("cpu") is not None and computer["cpu"] > cpus:
             found.add(f"hosts.{host}.cpu", f"{computer['cpu']:g} CPUs is more than this machine has ({cpus})")
 

@@ -207,12 +207,14 @@ class Experiment:
                                             "e.g. {robot: {cpu: 0.25}}", extra=Map({
         "cpu": Num(None, "share of one CPU (0.25 = a quarter of a core); none: unlimited", gt=0),
         "cpu_period_ms": Num(None, "the cgroup's accounting period [ms]: the host runs cpu x period in every "
-                                   "period, so a short one slows it evenly; none: 10 for share, the shortest "
-                                   "the kernel allows (1 ms of quota) for clock", ge=1, le=1000),
-        "cpu_model": Enum(["share", "clock"], "share", "share: a bandwidth limit (a light load runs at full "
-                                                       "speed, a heavy one is throttled); clock: one core at "
-                                                       "cpu x its clock, also when nearly idle (a ballast takes "
-                                                       "the rest of the quota)", what="CPU model"),
+                                   "period, so a short one slows it evenly; none: 10 for share and clock, the "
+                                   "shortest the kernel allows (1 ms of quota) for quota", ge=1, le=1000),
+        "cpu_model": Enum(["share", "clock", "quota"], "share",
+                          "share: a bandwidth limit (a light load runs at full speed, a heavy one is "
+                          "throttled); clock: one core at cpu x its clock, also when nearly idle (every "
+                          "process's work stretched by 1/cpu before each output: src/tools/slow_clock.cpp); "
+                          "quota: the former clock model (a ballast takes the rest of a 1 ms quota: "
+                          "coarse, see docs/links.md)", what="CPU model"),
     }, {})))
     transport_options: dict[str, Any] = key(Map({}, {}, "per transport name, its options (e.g. priority: "
                                                         "{priorities: ...})", extra=Any_()))

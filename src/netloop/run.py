@@ -11,6 +11,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable
 
+from . import tcp_counters
 from .cpulimit import CpuLimits, LimitedHosts
 from .experiment import RunSpec
 from .faults import FaultSchedule
@@ -86,6 +87,7 @@ class Run:
         #: (topic, publisher, subscriber) -> how it is connected, as found so far (run_connections)
         self.seen_connections: dict[tuple[str, str, str], str] = {}
         self.nodes_started = 0.0
+        self.tcp_after: dict | None = None          # the hosts' TCP counters once the nodes stopped
 
     # --- the phases, in order ----------------------------------------------------------------
     def bring_up_hosts(self) -> None:
@@ -123,7 +125,11 @@ class Run:
         self.meta.update(transport=self.transport.metadata())
 
     def start_flows(self) -> None:
-        """Every perturbing flow: its subscribers first, then its source or bag player."""
+        """Every perturbing flow: its subscribers first, then its source or bag player. The
+        hosts' TCP counters are read first (and again once the nodes stopped: ``host_tcp``)."""
+        tcp_before = tcp_counters.read(self.hosts)
+        self.stack.callback(lambda: self.meta.update(host_tcp=tcp_counters.delta(
+            tcp_before, self.tcp_after if self.tcp_after is not None else tcp_counters.read(self.hosts)) or {}))
         self.nodes_started = time.monotonic()
         self.phases.mark("nodes_started")
         self.flows = start_flows(self.nodes, self.exp, self.transport, self.run_dir, self._glance)
@@ -190,6 +196,7 @@ class Run:
         self.phases.mark("senders_stopped")
         self.exit_codes.update(self.group.stop_all())
         self.phases.mark("nodes_stopped")
+        self.tcp_after = tcp_counters.read(self.hosts)
         self.meta.update(cpu=self.group.cpu_by_host(time.monotonic() - self.nodes_started))
 
     def judge_health(self) -> tuple[str, str | None]:

@@ -66,6 +66,7 @@
 // The program's parts, one job per file, are listed in src/ns3/README.md.
 
 #include "background_traffic.h"
+#include "host_nic.h"
 #include "link_monitor.h"
 #include "node_traces.h"
 #include "qos_classifier.h"
@@ -133,6 +134,8 @@ ParseCommandLine(int argc, char* argv[], WifiOptions& o)
 {
     std::string taps;
     std::string ips;
+    std::string nicNetns;
+    std::string priority;
     CommandLine cmd(__FILE__);
     cmd.Usage("Real-time 802.11a/g/n channel between Linux tap devices (see the file header).");
     cmd.AddValue("taps", "comma-separated tap device names, one per node (2 or 3)", taps);
@@ -154,6 +157,13 @@ ParseCommandLine(int argc, char* argv[], WifiOptions& o)
     cmd.AddValue("background-bytes", "payload bytes of a background frame", o.backgroundBytes);
     cmd.AddValue("qos", "802.11e: QoS MACs with EDCA access categories, each frame's chosen "
                  "from its DSCP as Linux's mac80211 does (see qos_classifier.h)", o.qos);
+    cmd.AddValue("nic-netns", "comma-separated network namespace paths, one per tap: each host's "
+                 "NFQUEUE 0 holds what it sends until its device has room (host_nic.h)", nicNetns);
+    cmd.AddValue("nic-ring-frames", "frames a device holds (the one on the air included) before "
+                 "its host's queue waits", o.nicRingFrames);
+    cmd.AddValue("nic-limit", "packets a host's queue holds; the kernel drops beyond", o.nicLimit);
+    cmd.AddValue("nic-priority-dscp", "comma-separated DSCPs a host's queue releases first",
+                 priority);
     cmd.AddValue("small-bytes", "packets up to this size count as small in the queue stats",
                  o.smallBytes);
     cmd.AddValue("rate", "fixed data mode of --manager constant (e.g. OfdmRate6Mbps, "
@@ -175,6 +185,11 @@ ParseCommandLine(int argc, char* argv[], WifiOptions& o)
     cmd.Parse(argc, argv);
     o.taps = SplitList(taps);
     o.ips = SplitList(ips);
+    o.nicNetns = SplitList(nicNetns);
+    for (const std::string& d : SplitList(priority))
+    {
+        o.nicPriorityDscp.push_back(static_cast<uint8_t>(std::stoul(d) & 0x3f));
+    }
 }
 
 /// The real-time simulator, the seed and the defaults every device takes (queue, RTS, retries).
@@ -237,14 +252,20 @@ main(int argc, char* argv[])
     ChannelErrors errors;
     errors.Install(net.all, o.frameErrorRate, o.errorBurst, traces.Counters());
     InstallTapBridges(o, net);
+    HostNics nics;
+    if (!nics.Install(o, net.tapped, error))
+    {
+        return Fail(2, error);
+    }
 
     StationPresence presence(stats);
     presence.Install(net.tapped);
-    LinkMonitor monitor(o, stats, traces, errors.Bursts(), presence, background);
+    LinkMonitor monitor(o, stats, traces, errors.Bursts(), presence, background, nics);
     if (!monitor.Start(net.tapped))
     {
         return Fail(1, "real-time simulator not active");
     }
+    nics.Start();
     if (o.duration > 0)
     {
         Simulator::Stop(Seconds(o.duration));

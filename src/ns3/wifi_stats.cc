@@ -91,6 +91,13 @@ WriteNode(std::ostream& os, const NodeCounters& c)
         os << ",\"ac_enqueued\":{\"BE\":" << c.acEnqueued[0] << ",\"BK\":" << c.acEnqueued[1]
            << ",\"VI\":" << c.acEnqueued[2] << ",\"VO\":" << c.acEnqueued[3] << "}";
     }
+    if (c.hasNic)
+    {
+        os << ",\"nic\":{\"queued\":" << c.nic.queued << ",\"released\":" << c.nic.released
+           << ",\"flushed\":" << c.nic.flushed
+           << ",\"backlog_mean\":" << Mean(double(c.nic.backlogSum), c.nic.samples)
+           << ",\"backlog_max\":" << c.nic.backlogMax << "}";
+    }
     os << "}";
 }
 

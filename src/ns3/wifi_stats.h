@@ -12,6 +12,23 @@
 namespace netloop::wifi
 {
 
+/// What the queue in front of a host's NIC counted (nic_queue.h): a node's "nic".
+struct NicCounts
+{
+    uint64_t queued = 0;   // total: packets the host's kernel queued for the device
+    uint64_t released = 0; // total: packets let through to the device
+    uint64_t flushed = 0;  // total: dropped by the kernel when the interface went down
+    uint64_t samples = 0;  // interval: backlog samples (at each lag probe)
+    uint64_t backlogSum = 0;
+    uint32_t backlogMax = 0;
+
+    void EndInterval()
+    {
+        samples = backlogSum = 0;
+        backlogMax = 0;
+    }
+};
+
 /// What one Wi-Fi device counted: one entry of a stats line's "nodes".
 struct NodeCounters
 {
@@ -39,6 +56,9 @@ struct NodeCounters
     // ns-3's AcIndex order (BE, BK, VI, VO); written as "ac_enqueued" only when qos is set
     bool qos = false;
     std::array<uint64_t, 4> acEnqueued{}; // total
+    // --nic-netns (host_nic.h): the host's queue in front of the device; written as "nic"
+    bool hasNic = false;
+    NicCounts nic;
 
     /// A queue-length sample (at a lag probe).
     void SampleQueue(uint32_t length);

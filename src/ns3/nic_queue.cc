@@ -1,0 +1,75 @@
+#include "nic_queue.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace netloop::wifi
+{
+
+NicQueue::NicQueue(uint32_t ringFrames, double transitS, std::vector<uint8_t> priority)
+    : m_ringFrames(std::max<uint32_t>(1, ringFrames)),
+      m_transitS(transitS),
+      m_priority(std::move(priority))
+{
+}
+
+bool
+NicQueue::Marked(uint8_t dscp) const
+{
+    return std::find(m_priority.begin(), m_priority.end(), dscp) != m_priority.end();
+}
+
+void
+NicQueue::Queued(const nfq::QueuedPacket& p)
+{
+    (Marked(p.dscp) ? m_marked : m_unmarked).push_back(p.id);
+    m_counts.queued++;
+}
+
+std::vector<uint32_t>
+NicQueue::Release(double now, uint32_t deviceFrames)
+{
+    while (!m_transit.empty() && now - m_transit.front() > m_transitS)
+    {
+        m_transit.pop_front();
+    }
+    std::vector<uint32_t> out;
+    while (Backlog() && deviceFrames + m_transit.size() < m_ringFrames)
+    {
+        std::deque<uint32_t>& from = m_marked.empty() ? m_unmarked : m_marked;
+        out.push_back(from.front());
+        from.pop_front();
+        m_transit.push_back(now);
+        m_counts.released++;
+    }
+    return out;
+}
+
+void
+NicQueue::ReachedDevice()
+{
+    if (!m_transit.empty())
+    {
+        m_transit.pop_front();
+    }
+}
+
+void
+NicQueue::Flush()
+{
+    m_counts.flushed += Backlog();
+    m_marked.clear();
+    m_unmarked.clear();
+    m_transit.clear();
+}
+
+void
+NicQueue::Sample()
+{
+    const auto backlog = static_cast<uint32_t>(Backlog());
+    m_counts.samples++;
+    m_counts.backlogSum += backlog;
+    m_counts.backlogMax = std::max(m_counts.backlogMax, backlog);
+}
+
+} // namespace netloop::wifi
