@@ -26,13 +26,16 @@
 //    line: runs of consecutive probes later than --lag-bound), "minor_faults":..,
 //    "major_faults":..,"involuntary_switches":.. (getrusage, the whole process),
 //    "nodes":[{"mac_tx":..,"mac_rx":..,"queue_drop":..,"retries":..,"final_fail":..,
-//              "phy_tx_drop":..,"phy_rx_drop":..,"data_mpdu_tx":..},...]}
+//              "phy_tx_drop":..,"phy_rx_drop":..,"data_mpdu_tx":..,"data_ppdu_tx":..},...]}
 // With --qos each node also has "ac_enqueued":{"BE":..,"BK":..,"VI":..,"VO":..}: the frames that
 // entered each access category's MAC queue (qos_classifier.h: 802.11e, EDCA, every station's
 // MAC with QoS, each frame's access category from its DSCP as Linux's mac80211 chooses it).
 // "nodes" follows --taps, then the access point (ap mode). data_mpdu_tx counts the data
 // frames (MPDUs, retransmissions included) each node put on the air: in ap mode the AP's
-// count is the stations' relayed traffic.
+// count is the stations' relayed traffic; data_ppdu_tx counts the transmissions that carried
+// them (802.11n aggregates several MPDUs into one A-MPDU). With --nic-netns each tapped node
+// also has "nic":{"queued","released","flushed","backlog_mean","backlog_max"}: its host's queue
+// in front of the device (host_nic.h).
 // `--background-pairs` N (ad-hoc only) adds 2N stations without taps on the same channel,
 // placed beside the line: station 2k sends `--background-bytes` frames to station 2k+1 as a
 // Poisson stream of `--background-mbit` Mbit/s (unicast: ACKed and retried like any data

@@ -77,7 +77,8 @@ WriteNode(std::ostream& os, const NodeCounters& c)
     os << "{\"mac_tx\":" << c.macTx << ",\"mac_rx\":" << c.macRx << ",\"queue_drop\":" << c.queueDrop
        << ",\"retries\":" << c.retries << ",\"final_fail\":" << c.finalFail
        << ",\"phy_tx_drop\":" << c.phyTxDrop << ",\"phy_rx_drop\":" << c.phyRxDrop
-       << ",\"data_mpdu_tx\":" << c.dataMpduTx << ",\"fer_drops\":" << c.corrupted
+       << ",\"data_mpdu_tx\":" << c.dataMpduTx << ",\"data_ppdu_tx\":" << c.dataPpduTx
+       << ",\"fer_drops\":" << c.corrupted
        << ",\"burst_drops\":" << c.burstCorrupted
        << ",\"mac_queue_mean\":" << Mean(double(c.qSum), c.qSamples)
        << ",\"mac_queue_max\":" << c.qMax << ",\"mac_queue_max_total\":" << c.qMaxTotal

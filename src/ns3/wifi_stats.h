@@ -40,6 +40,7 @@ struct NodeCounters
     uint64_t phyTxDrop = 0;
     uint64_t phyRxDrop = 0;
     uint64_t dataMpduTx = 0;
+    uint64_t dataPpduTx = 0; // transmissions carrying data: dataMpduTx / dataPpduTx = A-MPDU size
     uint64_t corrupted = 0;      // data frames dropped by the configured frame error rate
     uint64_t burstCorrupted = 0; // data frames dropped by a loss burst (control input)
     // MAC (device) queue: length sampled at every lag probe, and seen by arriving packets

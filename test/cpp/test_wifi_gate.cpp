@@ -159,3 +159,19 @@ TEST(NicQueue, OptionsNeedOneNamespacePerTap) {
   o.nicNetns.push_back("/run/netns/b");
   EXPECT_EQ(ValidateOptions(o), "");
 }
+
+TEST(NicQueue, ItsCountsAppearAsTheNodesNic) {
+  StatsSnapshot s;
+  NodeCounters c;
+  s.nodes = {c};
+  EXPECT_EQ(FormatStatsLine("stats", s).find("\"nic\""), std::string::npos);  // no flow control
+  s.nodes[0].hasNic = true;
+  s.nodes[0].nic.queued = 3;
+  s.nodes[0].nic.released = 2;
+  s.nodes[0].nic.samples = 2;
+  s.nodes[0].nic.backlogSum = 3;
+  s.nodes[0].nic.backlogMax = 2;
+  EXPECT_NE(FormatStatsLine("stats", s).find("\"nic\":{\"queued\":3,\"released\":2,\"flushed\":0,"
+                                             "\"backlog_mean\":1.500000,\"backlog_max\":2}"),
+            std::string::npos);
+}
