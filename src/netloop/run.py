@@ -68,7 +68,7 @@ class Run:
         self.run_dir = create_run_dir(run_dir)
         self.kind = get_loop_kind(self.exp.loop.type)
         self.transport = get_transport(spec.transport)
-        self.link = load_profile(self.exp.link, self.exp.link_params)
+        self.link = load_profile(self.exp.link, self.exp.link_overrides)
         self.meta = RunMetadata(self.run_dir, run_id=self.run_dir.name, experiment=spec.metadata(),
                                 transport=self.transport.metadata(), link=self.link.to_dict(), loop=self.kind.metadata(self.exp))
         self.phases = RunPhases(self.meta.record.start_unix)

@@ -9,7 +9,9 @@
 #include "ns3/txop.h"
 #include "ns3/wifi-mac.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fcntl.h>
 #include <linux/netlink.h>
@@ -138,7 +140,8 @@ HostNics::Install(const WifiOptions& o, const NetDeviceContainer& tapped, std::s
 {
     for (uint32_t k = 0; k < o.nicNetns.size() && k < tapped.GetN(); ++k)
     {
-        auto nic = std::make_unique<Nic>(o.nicRingFrames, kTransitS, o.nicPriorityDscp);
+        const double packetS = k < o.nicPacketUs.size() ? o.nicPacketUs[k] * 1e-6 : 0.0;
+        auto nic = std::make_unique<Nic>(o.nicRingFrames, kTransitS, o.nicPriorityDscp, packetS);
         nic->fd = SocketIn(o.nicNetns[k], error);
         if (nic->fd < 0)
         {
@@ -248,9 +251,15 @@ void
 HostNics::Pump(size_t k)
 {
     Nic& nic = *m_nics[k];
-    for (uint32_t id : nic.queue.Release(Simulator::Now().GetSeconds(), DeviceFrames(nic)))
+    const double now = Simulator::Now().GetSeconds();
+    for (uint32_t id : nic.queue.Release(now, DeviceFrames(nic)))
     {
         Send(nic.fd, nfq::AcceptMessage(kQueue, id));
+    }
+    if (nic.queue.Backlog() && nic.queue.NextFree() > now && !nic.wake.IsRunning())
+    {
+        const auto wait = static_cast<int64_t>(std::ceil((nic.queue.NextFree() - now) * 1e9));
+        nic.wake = Simulator::Schedule(NanoSeconds(std::max<int64_t>(1, wait)), &HostNics::Pump, this, k);
     }
 }
 

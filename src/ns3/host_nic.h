@@ -7,6 +7,7 @@
 #include "nic_queue.h"
 #include "wifi_options.h"
 
+#include "ns3/event-id.h"
 #include "ns3/fd-reader.h"
 #include "ns3/net-device-container.h"
 #include "ns3/packet.h"
@@ -57,8 +58,8 @@ class HostNics
   private:
     struct Nic
     {
-        Nic(uint32_t ringFrames, double transitS, std::vector<uint8_t> priority)
-            : queue(ringFrames, transitS, std::move(priority))
+        Nic(uint32_t ringFrames, double transitS, std::vector<uint8_t> priority, double packetS)
+            : queue(ringFrames, transitS, std::move(priority), packetS)
         {
         }
 
@@ -68,6 +69,7 @@ class HostNics
         std::vector<ns3::Ptr<ns3::WifiMacQueue>> macQueues;
         NicQueue queue;
         ns3::Ptr<ns3::FdReader> reader;
+        ns3::EventId wake; // the NIC's next packet after its time per packet
     };
 
     /// On a reader thread: the packets of one recv() go to the simulator.

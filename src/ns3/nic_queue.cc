@@ -6,10 +6,11 @@
 namespace netloop::wifi
 {
 
-NicQueue::NicQueue(uint32_t ringFrames, double transitS, std::vector<uint8_t> priority)
+NicQueue::NicQueue(uint32_t ringFrames, double transitS, std::vector<uint8_t> priority, double packetS)
     : m_ringFrames(std::max<uint32_t>(1, ringFrames)),
       m_transitS(transitS),
-      m_priority(std::move(priority))
+      m_priority(std::move(priority)),
+      m_packetS(packetS)
 {
 }
 
@@ -34,8 +35,10 @@ NicQueue::Release(double now, uint32_t deviceFrames)
         m_transit.pop_front();
     }
     std::vector<uint32_t> out;
-    while (Backlog() && deviceFrames + m_transit.size() < m_ringFrames)
+    // a nanosecond's slack: the simulator's clock is in whole nanoseconds
+    while (Backlog() && deviceFrames + m_transit.size() < m_ringFrames && now + 1e-9 >= m_nextFree)
     {
+        m_nextFree = m_packetS > 0 ? std::max(now, m_nextFree) + m_packetS : 0.0;
         std::deque<uint32_t>& from = m_marked.empty() ? m_unmarked : m_marked;
         out.push_back(from.front());
         from.pop_front();

@@ -10,6 +10,8 @@
 // until the device has room: fewer than `ringFrames` frames in its MAC queue (the one being
 // sent, and retried, included) and on their way to it. Marked packets (a DSCP of `priority`)
 // go before unmarked ones, each class first in, first out, as the hosts' htb priority band did.
+// A NIC that spends time on each packet it takes (`packetS`: a Raspberry Pi's SDIO bus and
+// firmware) takes the next one that much later, however much room its ring has.
 #pragma once
 
 #include "nfqueue.h"
@@ -27,14 +29,21 @@ class NicQueue
   public:
     /// `ringFrames`: frames the device may hold (at least 1); a released packet that has not
     /// reached the device after `transitS` seconds is taken as lost on the way (e.g. dropped
-    /// by an outage's zero-length qdisc). `priority`: the DSCPs served first.
-    NicQueue(uint32_t ringFrames, double transitS, std::vector<uint8_t> priority);
+    /// by an outage's zero-length qdisc). `priority`: the DSCPs served first. `packetS`: the
+    /// NIC's time per packet (0: none).
+    NicQueue(uint32_t ringFrames, double transitS, std::vector<uint8_t> priority, double packetS = 0.0);
 
     /// The kernel queued `p` for the device.
     void Queued(const nfq::QueuedPacket& p);
 
     /// The ids of the packets to let through at `now` [s], the device holding `deviceFrames`.
     std::vector<uint32_t> Release(double now, uint32_t deviceFrames);
+
+    /// When the NIC can take its next packet [s] (its time per packet after the last one).
+    double NextFree() const
+    {
+        return m_nextFree;
+    }
 
     /// A packet from the host reached the device (the oldest still on its way).
     void ReachedDevice();
@@ -67,6 +76,8 @@ class NicQueue
     uint32_t m_ringFrames;
     double m_transitS;
     std::vector<uint8_t> m_priority;
+    double m_packetS;
+    double m_nextFree = 0.0;
     std::deque<uint32_t> m_marked;
     std::deque<uint32_t> m_unmarked;
     std::deque<double> m_transit; // release times of the packets on their way

@@ -139,6 +139,7 @@ ParseCommandLine(int argc, char* argv[], WifiOptions& o)
     std::string ips;
     std::string nicNetns;
     std::string priority;
+    std::string packetUs;
     CommandLine cmd(__FILE__);
     cmd.Usage("Real-time 802.11a/g/n channel between Linux tap devices (see the file header).");
     cmd.AddValue("taps", "comma-separated tap device names, one per node (2 or 3)", taps);
@@ -167,6 +168,8 @@ ParseCommandLine(int argc, char* argv[], WifiOptions& o)
     cmd.AddValue("nic-limit", "packets a host's queue holds; the kernel drops beyond", o.nicLimit);
     cmd.AddValue("nic-priority-dscp", "comma-separated DSCPs a host's queue releases first",
                  priority);
+    cmd.AddValue("nic-packet-us", "comma-separated, one per tap: microseconds the host's NIC spends "
+                 "on each packet it sends (0: none)", packetUs);
     cmd.AddValue("small-bytes", "packets up to this size count as small in the queue stats",
                  o.smallBytes);
     cmd.AddValue("rate", "fixed data mode of --manager constant (e.g. OfdmRate6Mbps, "
@@ -192,6 +195,10 @@ ParseCommandLine(int argc, char* argv[], WifiOptions& o)
     for (const std::string& d : SplitList(priority))
     {
         o.nicPriorityDscp.push_back(static_cast<uint8_t>(std::stoul(d) & 0x3f));
+    }
+    for (const std::string& us : SplitList(packetUs))
+    {
+        o.nicPacketUs.push_back(std::stod(us));
     }
 }
 

@@ -46,6 +46,7 @@ struct WifiOptions
     uint32_t nicRingFrames = 2;          // frames a device holds before its host's queue stops
     uint32_t nicLimit = 1000;            // packets the host's queue holds (the kernel drops beyond)
     std::vector<uint8_t> nicPriorityDscp; // DSCPs released before the others
+    std::vector<double> nicPacketUs;      // per tap: the NIC's time per packet it sends [us]
 
     /// --mode ap: the tapped nodes are stations of an access point inside ns-3.
     bool Infrastructure() const

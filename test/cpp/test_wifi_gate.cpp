@@ -175,3 +175,21 @@ TEST(NicQueue, ItsCountsAppearAsTheNodesNic) {
                                              "\"backlog_mean\":1.500000,\"backlog_max\":2}"),
             std::string::npos);
 }
+
+TEST(NicQueue, ANicsTimePerPacketSpacesItsPackets) {
+  NicQueue q(8, 0.05, {}, 0.0004);  // 400 us per packet: at most 2500 a second
+  for (uint32_t id = 1; id <= 3; ++id) q.Queued(packet(id));
+  EXPECT_EQ(q.Release(0.0, 0), (std::vector<uint32_t>{1}));      // room for 8, but one at a time
+  EXPECT_DOUBLE_EQ(q.NextFree(), 0.0004);
+  EXPECT_TRUE(q.Release(0.0003, 0).empty());
+  EXPECT_EQ(q.Release(0.0004, 0), (std::vector<uint32_t>{2}));
+  EXPECT_EQ(q.Release(0.0020, 0), (std::vector<uint32_t>{3}));  // idle since: at once
+}
+
+TEST(NicQueue, TheNextPacketGoesAtItsTimeDespiteRounding) {
+  NicQueue q(8, 0.05, {}, 0.00048);
+  q.Queued(packet(1));
+  q.Queued(packet(2));
+  q.Release(0.001, 0);
+  EXPECT_EQ(q.Release(0.00148 - 1e-12, 0), (std::vector<uint32_t>{2}));  // the clock's ns, rounded down
+}

@@ -19,8 +19,8 @@ from .core import Comparison, median
 
 STATS = "logs/testbed_ns3_stats.jsonl"
 #: the cumulative per-station counters of a stats line kept: name here -> the line's key
-AIR = {"data_frames": "data_mpdu_tx", "retries": "retries", "given_up": "final_fail",
-       "device_drops": "queue_drop"}
+AIR = {"data_frames": "data_mpdu_tx", "transmissions": "data_ppdu_tx", "retries": "retries",
+       "given_up": "final_fail", "device_drops": "queue_drop"}
 TCP = ("retrans_segs", "timeouts", "nic_queue_dropped")
 
 
@@ -68,6 +68,19 @@ def run_trace(run_dir: Path) -> Optional[dict]:
         if peaks:
             queued[station] = max(peaks)
     return {"air": air, "host_queue_max": queued, "tcp": meta.get("host_tcp") or {}}
+
+
+def per_message(trace: Optional[dict], messages: int) -> dict:
+    """What one message cost on the link, from a run's trace and the messages it carried (both
+    ways): data frames on the air, TCP segments the hosts sent, and data frames per
+    transmission (an 802.11n A-MPDU carries several); {} without a trace or messages."""
+    if not trace or not messages:
+        return {}
+    frames = sum(c["data_frames"] for c in trace["air"].values())
+    sent = sum(c["transmissions"] for c in trace["air"].values())
+    segs = sum(c.get("out_segs", 0) for c in trace["tcp"].values()) if trace["tcp"] else None
+    return {"frames_per_message": frames / messages, "segments_per_message": segs / messages if segs else None,
+            "frames_per_transmission": frames / sent if sent else None}
 
 
 def traces(campaign: Path, runs: list) -> dict:

@@ -99,7 +99,9 @@ class Comparison:
     @property
     def verdict(self) -> str:
         if self.ours is None:
-            return MISS if self.never and self.published is not None else NOT_MEASURED
+            if self.never:   # what it measures did not happen: a miss, or netloop's finding
+                return MISS if self.published is not None else ONLY
+            return NOT_MEASURED
         if self.published is None or self.tolerance is None:
             return ONLY
         return MATCH if self.tolerance.holds(self.published, self.ours) else MISS

@@ -46,17 +46,20 @@ def hold_commands(namespaces: list[str], on: bool) -> list[list[str]]:
     return [_iptables(ns, *verb, *_RULE[1:], "-j", "DROP") for ns in namespaces]
 
 
-def emulator_args(namespaces: list[str], ring_frames: int, limit_packets: int) -> list[str]:
+def emulator_args(namespaces: list[str], ring_frames: int, limit_packets: int,
+                  packet_us: list[float] = ()) -> list[str]:
     """netloop_wifi_link's options: the hosts' namespaces (as ``ip netns`` names them, in --taps
-    order), the device's ring, the queue's length and the DSCPs it releases first."""
+    order), the device's ring, the queue's length, the DSCPs it releases first and, when any
+    host's NIC spends time on each packet, each one's (in --taps order)."""
     return [f"--nic-netns={','.join('/run/netns/' + ns for ns in namespaces)}",
             f"--nic-ring-frames={ring_frames}", f"--nic-limit={limit_packets}",
-            f"--nic-priority-dscp={','.join(str(d) for d in PRIORITY_DSCP.values())}"]
+            f"--nic-priority-dscp={','.join(str(d) for d in PRIORITY_DSCP.values())}"] + (
+        [f"--nic-packet-us={','.join(f'{us:g}' for us in packet_us)}"] if any(packet_us) else [])
 
 
-def metadata(ring_frames: int, limit_packets: int) -> dict:
+def metadata(ring_frames: int, limit_packets: int, packet_us: dict | None = None) -> dict:
     """What a run's metadata says of it."""
-    return {"ring_frames": ring_frames, "host_queue_packets": limit_packets,
+    return {"ring_frames": ring_frames, "host_queue_packets": limit_packets, "packet_us": packet_us or {},
             "host_queue": f"netfilter queue {QUEUE_NUM} of each host (iptables NFQUEUE, mangle POSTROUTING "
                           f"on {IFACE}), released by the emulator when the station's device holds fewer "
                           f"than {ring_frames} frames",

@@ -84,8 +84,8 @@ class Ns3WifiLink(TapLink):
             f"--retry-limit={p.retry_limit}", f"--qos={'true' if p.qos else 'false'}",
         ] + ([f"--background-pairs={p.background_pairs}", f"--background-mbit={p.background_mbit}",
               f"--background-bytes={p.background_bytes}"] if p.background_pairs else []) + (
-            nic_flow.emulator_args([self.ctx.netns[h] for h in order], p.nic_ring_frames,
-                                   p.qdisc_limit_packets) if p.nic_ring_frames else [])
+            nic_flow.emulator_args([self.ctx.netns[h] for h in order], p.nic_ring_frames, p.qdisc_limit_packets,
+                                   [p.nic_packet_us.get(h, 0.0) for h in order]) if p.nic_ring_frames else [])
 
     def shaper(self, host: str | None = None) -> dict | None:
         """The htb shaper on every host's net0, the same for each (``qdisc_rate_fraction`` > 0), or None.
@@ -185,7 +185,7 @@ class Ns3WifiLink(TapLink):
                         if p.mode == "ap" else "direct"),
             "binary": self._binary_or_none(),
             "kernel_shaper": self.shaper(),
-            "nic_flow_control": (nic_flow.metadata(p.nic_ring_frames, p.qdisc_limit_packets)
+            "nic_flow_control": (nic_flow.metadata(p.nic_ring_frames, p.qdisc_limit_packets, p.nic_packet_us)
                                  if p.nic_ring_frames else None),
             **self.kernel_queue_metadata(),
             "frame_error_rate": p.frame_error_rate, "error_burst": p.error_burst,
