@@ -16,7 +16,7 @@ from campaign_helpers import campaign_runs
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.analysis.records import read_events
 from netloop import build_record
-from netloop.transports.ros2 import MIDDLEWARES
+from netloop.transports.ros2 import MIDDLEWARES, REAL_ROS2
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("nothing_left_behind")]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
@@ -32,7 +32,7 @@ def skip_unless_meant(name):
     return pytest.mark.skipif(bool(why) and not build_record.meant_to_have(name), reason=why or "")
 
 
-ALL = [middleware(m) for m in MIDDLEWARES]
+ALL = [middleware(m) for m in MIDDLEWARES if m not in REAL_ROS2]   # real ROS 2: test_transport_rmw.py
 
 
 def received(path):
