@@ -65,8 +65,9 @@ for c in "$HOME/.cargo/bin/cargo" "$(command -v cargo || true)"; do
 done
 cargo_minor=$([ -n "$cargo_bin" ] && "$cargo_bin" --version 2>/dev/null | sed -n 's/^cargo 1\.\([0-9]*\).*/\1/p' || true)
 # What this build is meant to give libnetloop_ros2 (the tests fail when one is missing, see
-# src/netloop/build_record.py): the DDS middlewares whose packages `make setup` installs, and
-# zenoh when a cargo that can build it is here.
+# src/netloop/build_record.py): the DDS middlewares whose packages `make setup` installs, zenoh
+# when a cargo that can build it is here, rmw_fastrtps_cpp where a ROS 2 environment is (the
+# environment itself: test_ros2_environment).
 expected=()
 if [ "$robot" = ON ]; then
   :   # a robot's build has no ROS 2 middlewares: no Zenoh shim
@@ -94,8 +95,6 @@ fi
 # cmake links the shim when it is given one: a changed argument makes catkin_make configure again,
 # so a shim that failed to build after an earlier success is left out, not a missing file.
 [ -f "$zenoh_lib" ] && [ "$robot" = OFF ] || zenoh_lib=""
-printf '%s\n' "# the ROS 2 middlewares scripts/build.sh meant libnetloop_ros2 to have (src/netloop/build_record.py)" \
-  "${expected[@]}" > "$ws/expected_middlewares.txt"
 # ccache, where installed (make setup installs it), keeps compiled objects in a per-user cache
 # shared by every clone, like the Zenoh shim's cache: paths under this checkout are
 # hashed relative to it, so another clone, or another workspace inside .build/, reuses them.
@@ -127,6 +126,9 @@ if [ "$robot" = OFF ]; then
   [ ${#ros2_prefixes[@]} -gt 0 ] ||
     echo "build: warning: no ROS 2 environment (.venv-ros2-*, made by scripts/setup.sh): building without the rmw_fastrtps_cpp transport" >&2
 fi
+[ ${#ros2_prefixes[@]} -eq 0 ] || expected+=(rmw_fastrtps_cpp)   # the rcl nodes' plug-in
+printf '%s\n' "# the ROS 2 middlewares scripts/build.sh meant libnetloop_ros2 to have (src/netloop/build_record.py)" \
+  "${expected[@]}" > "$ws/expected_middlewares.txt"
 if [ -f /opt/ros/noetic/setup.sh ]; then . /opt/ros/noetic/setup.sh; fi
 export PATH="/usr/bin:$PATH"   # Debian's catkin tools run with /usr/bin/python3
 cd "$ws"

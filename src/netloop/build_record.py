@@ -2,8 +2,10 @@
 
 ``scripts/build.sh`` writes ``expected_middlewares.txt`` beside its workspace
 (``.build/ws``): the ROS 2 middlewares it meant ``libnetloop_ros2`` to have, i.e. the DDS
-middlewares whose packages ``make setup`` installs, and ``zenoh`` when a cargo that can build the
-Zenoh shim (Rust >= 1.75) was found. A middleware listed there but missing from the build is a
+middlewares whose packages ``make setup`` installs, ``zenoh`` when a cargo that can build the
+Zenoh shim (Rust >= 1.75) was found, and ``rmw_fastrtps_cpp`` where a ROS 2 environment was
+there to build its plug-in against (whether the environment must be there:
+:mod:`netloop.ros2.distro`, asserted by test_ros2_environment). A middleware listed there but missing from the build is a
 failed build step (a cargo error, a missing package), and the tests that need it fail instead of
 skipping; one not listed (no Rust on this machine, a robot's build) is skipped with the reason.
 """
