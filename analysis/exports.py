@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..run_files import ANALYSIS
 from . import mcap_export
 from .rendering import Section
 from .results import RunAnalysis
@@ -18,7 +19,7 @@ FILES = (
     ("degradation.csv", "one row per loop run: degradation, delay, jitter, MDR, prediction error"),
     ("conditions.csv", "per condition: n, mean, std, min, max and median of every number of degradation.csv"),
     ("prediction.csv", "per loop run: the prediction error of the three replays"),
-    ("analysis.json", "every number of the report, typed, for scripts"),
+    (ANALYSIS, "every number of the report, typed, for scripts"),
     ("repeated_steps.json", "a square wave's verdict per transport"),
 )
 
