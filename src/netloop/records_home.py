@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from .hosts_file import load_machines
 from .loops.simulators import FAILSAFE_RECORD
 from .machine_readiness import wait_run_ended
-from .run_files import RunFileError, RunRecord, load_metadata, save_metadata
+from .run_files import RunFileError, RunRecord, has_metadata, load_metadata, save_metadata
 from .schema import ConfigError
 from .ssh import RealHostsError, destination, ssh_argv
 
@@ -176,8 +176,8 @@ def fetch_again(run_dir: Path, spec: str | None = None, log=print) -> int:
 
 def runs_of(campaign: Path) -> list[Path]:
     """Every run directory of a campaign: its runs, and the attempts set aside."""
-    return sorted(p.parent for folder in ("runs", "aborted", "invalid")
-                  for p in (campaign / folder).glob("*/metadata.json"))
+    return sorted(d for folder in ("runs", "aborted", "invalid") for d in (campaign / folder).glob("*")
+                  if has_metadata(d))
 
 
 def fetch_left_behind(campaign: Path, spec: str | None = None, log=print) -> int:
@@ -197,7 +197,7 @@ def fetch_left_behind(campaign: Path, spec: str | None = None, log=print) -> int
 def _cmd_fetch(args) -> int:
     path = Path(args.run_dir)
     try:
-        if not (path / "metadata.json").is_file() and (path / "runs").is_dir():   # a campaign
+        if not has_metadata(path) and (path / "runs").is_dir():   # a campaign
             return fetch_left_behind(path, args.machines)
         return fetch_again(path, args.machines)
     except RealHostsError as err:
