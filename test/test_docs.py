@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from netloop import docgen, docgen_results, paths
+from netloop import docgen, docgen_example, docgen_results, paths
 
 REPO = paths.REPO
 NETLOOP = str(REPO / "bin" / "netloop")
@@ -119,14 +119,14 @@ def test_experiment_reference_is_current():
 
 def _loop_delays(cell, cfg, rng):
     n = cfg["loop"]["samples"]
-    base = {"tcp": 0.004, "udp": 0.0005}[cell.transport]
+    base = {"tcp": 0.004, "udp": 0.0005, "priority": 0.0002, "cyclonedds": 0.03}[cell.transport]
     return [base + rng.uniform(0, 0.002, n) for _ in range(2)]
 
 
 def test_results_block_copies_the_newest_campaign(tmp_path):
     """On a synthetic campaign of rlc_loopback: its date, machine, valid runs, Summary and first
-    table appear; an older campaign and a --quick one are passed over; an experiment with no
-    campaign gets the line saying how to measure it."""
+    table appear, no git revision; an older campaign and a --quick one are passed over; an
+    experiment with no campaign is in the table of those not measured, with its estimate."""
     from netloop.analysis import synthetic
     from netloop.analysis.report import write_report
 
@@ -152,9 +152,12 @@ def test_results_block_copies_the_newest_campaign(tmp_path):
     assert summary.splitlines()[0] in part
     assert "NOT THIS ONE" not in block
     assert "](" not in part                               # nothing links into the campaign directory
-    assert re.search(r"### pound_fig21\n\nnot measured yet: `bin/netloop run experiments/pound_fig21.yaml` "
-                     r"\(about \d+(\.\d)? (min|h), from --dry-run's estimate\)", block)
-    assert "experiments/real/rlc_wifi.yaml" in block
+    assert "; git " not in part                           # the revision stays in the campaign
+    assert re.search(r"^\| `experiments/pound_fig21.yaml` \| about \d+(\.\d)? (min|h) \| "
+                     r"\[pound\]\(studies/pound.md\), `--part fig21` \|$", block, re.M)
+    assert "### pound_fig21" not in block
+    assert re.search(r"\*\*Measured: 1 of the (\d+) shipped files\*\*.*\*\*Not measured: \d+\*\*", block)
+    assert "| `experiments/real/rlc_wifi.yaml` |" in block
 
 
 def test_results_block_keeps_what_it_cannot_measure_again(tmp_path):
@@ -163,37 +166,63 @@ def test_results_block_keeps_what_it_cannot_measure_again(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "results.md").write_text(
         "# Results\n\n<!-- generated: results (by `make docs`) -->\n\nhead\n\n### rlc_loopback\n\n"
-        "`experiments/rlc_loopback.yaml`, measured 2026-11-25 on X.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        "`experiments/rlc_loopback.yaml`, measured 2026-11-25 on X; git 0123abc4567 with local changes; "
+        "1 of 1 runs valid.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
         "### pound_fig21\n\nnot measured yet: `bin/netloop run experiments/pound_fig21.yaml` (about 5 min)\n\n"
         "<!-- end generated: results -->\n", encoding="utf-8")
     block = docgen_results.results(docgen.Context(tmp_path, tmp_path / "no-results"))
     part = block.split("### rlc_loopback", 1)[1].split("\n### ", 1)[0]
-    assert "measured 2026-11-25 on X." in part and "| 1 | 2 |" in part
-    assert re.search(r"### pound_fig21\n\nnot measured yet: `bin/netloop run experiments/pound_fig21.yaml` \(about", block)
+    assert "measured 2026-11-25 on X; 1 of 1 runs valid." in part and "| 1 | 2 |" in part   # kept, without git
+    assert re.search(r"^\| `experiments/pound_fig21.yaml` \| about", block, re.M)
 
 
-def test_a_campaign_made_the_example_gives_the_readme_its_headline(tmp_path):
-    """--example copies a campaign's report (not its runs) into docs/example_report, and the
-    README's headline block is its first summary paragraph and decision table, dated."""
+def test_one_campaign_made_the_example_feeds_every_statement_of_the_default_experiment(tmp_path):
+    """--example copies a campaign's report (not its runs) into docs/example_report; the README's
+    headline (its first summary paragraph and decision table), ros2.md's ROS 2 rows, pound.md's
+    Fig. 21 judgement and results.md's section of the default experiment all name that campaign
+    and its date; a newer campaign in results/ is pointed out, not quoted."""
     from netloop.analysis import synthetic
     from netloop.analysis.report import write_report
 
     camp = synthetic.write_campaign(tmp_path / "results" / "pound_fig21-20261125-120000", {
-        "name": "pound_fig21", "link": "loopback", "transport": ["tcp", "udp"], "repetitions": 2,
-        "loop": {"samples": 80}}, _loop_delays)
+        "name": "pound_fig21", "link": "loopback", "transport": ["udp", "priority", "cyclonedds"], "repetitions": 2,
+        "loop": {"samples": 120, "controller": {"square_wave": {"period": 2.0, "count": 1}}}}, _loop_delays)
     write_report(camp)
-    example = docgen_results.set_example(tmp_path, camp)
+    example = docgen_example.set_example(tmp_path, camp)
     assert (example / "report.md").read_text() == (camp / "report.md").read_text()
     assert (example / "report.html").is_file() and (example / "figures" / "step_response.png").is_file()
     assert not (example / "runs").exists()
     assert sorted(p.name for p in (example / "mcap").glob("*.mcap")) == sorted(
-        p.name for p in (camp / "mcap").glob("*.mcap")) and len(list((camp / "mcap").glob("*.mcap"))) == 4
+        p.name for p in (camp / "mcap").glob("*.mcap")) and len(list((camp / "mcap").glob("*.mcap"))) == 6
+
+    ctx = docgen.Context(tmp_path, tmp_path / "results")
+    day = json.loads(next((camp / "runs").glob("*/metadata.json")).read_text())["start_time"][:10]
+    named = f"campaign `{camp.name}`, measured {day} on "
     summary, table = docgen_results.report_extract((camp / "report.md").read_text(encoding="utf-8"))
-    headline = docgen_results.headline(docgen.Context(tmp_path, tmp_path / "results"))
-    assert summary.split("\n\n")[0] in headline and table.splitlines()[2] in headline
-    meta = json.loads(next((camp / "runs").glob("*/metadata.json")).read_text())
-    assert f"on {meta['start_time'][:10]}" in headline
-    assert "(docs/example_report/figures/step_response.png)" in headline
+    headline = docgen_example.headline(ctx)
+    assert named in headline and summary.split("\n\n")[0] in headline and table.splitlines()[2] in headline
+    assert "(docs/example_report/figures/step_intervals.png)" in headline
+
+    ex = docgen_example.read_example(tmp_path)
+    best = ex.transports()[0]
+    ros2 = docgen_example.example_ros2(ctx)
+    assert named in ros2 and "**cyclonedds** kept the loop closest" in ros2
+    assert "| cyclonedds |" in ros2 and f"| {best} |" in ros2
+    assert ("| udp |" in ros2) == (best == "udp")             # ROS 1's rows: only the best one
+
+    fig21 = docgen_example.example_fig21(ctx)
+    assert named in fig21 and "| Pound | `priority` |" in fig21 and "| UDP | `udp` |" in fig21
+    assert "cyclonedds" not in fig21.split("\n\n", 1)[1]     # the paper has no ROS 2 method
+    assert re.search(r"the paper's finding (holds|holds only in part|does not hold)", fig21)
+
+    block = docgen_results.results(ctx)
+    part = block.split("### pound_fig21", 1)[1].split("\n### ", 1)[0]
+    assert named in part and "(../README.md#headline-result)" in part and "newer" not in part
+    newer = tmp_path / "results" / "pound_fig21-20261126-120000"
+    newer.mkdir()
+    (newer / "report.md").write_text("# netloop report: pound_fig21-20261126-120000\n\n## Summary\n\nx\n")
+    part = docgen_results.results(ctx).split("### pound_fig21", 1)[1].split("\n### ", 1)[0]
+    assert named in part and f"--example results/{newer.name}" in part
 
 
 def test_report_extract_finds_the_first_table_after_the_summary():
