@@ -360,6 +360,90 @@ def test_every_docs_page_is_reachable_from_the_readme():
     assert not [f for f in docs if f not in seen], f"not reachable from README.md: {[f for f in docs if f not in seen]}"
 
 
+# ---------------------------------------------------------------- (e) no diary; one index
+
+def diary_pages() -> list[str]:
+    """The user documentation that must carry no diary: README.md, docs/*.md, docs/studies/*.md."""
+    return [f for f in checked_pages() if f == "README.md" or re.fullmatch(r"docs/(studies/)?[^/]+\.md", f)]
+
+
+#: a commit hash: 7-40 hex digits with a digit and a letter, not part of a name or a path; an
+#: upstream source's pinned revision (``owner/repo@7e1de20``, ``file.py@143f8e4``) is a citation
+_HASH = re.compile(r"(?<![\w/.@-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])")
+_NOT_HASHES = {"ed25519"}
+#: a time of day: HH:MM (not a part of HH:MM:SS-like values such as sshd's 10:30:100)
+_CLOCK = re.compile(r"(?<![\d:.])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])")
+#: what makes HH:MM a time of day in its paragraph: a date, UTC, "the same day"
+_DATE_CONTEXT = re.compile(r"\b20\d\d-\d\d-\d\d\b|\bUTC\b|\b(?:same|that) day\b", re.I)
+_CAMPAIGN = re.compile(r"[\w.+-]+-\d{8}-\d{6}")
+
+
+def diary(text: str) -> list[str]:
+    """'line: what' for every commit hash, time of day and "this round" of a page, outside the
+    generated blocks that name their campaign (which keeps the revision and the time)."""
+    for m in docgen.BLOCK.finditer(text):
+        if _CAMPAIGN.search(m.group("body")):
+            text = text[:m.start()] + "\n" * m.group(0).count("\n") + text[m.end():]
+    found, paragraph = [], []
+    for n, line in enumerate(text.splitlines() + [""], 1):
+        if line.strip():
+            paragraph.append((n, line))
+            continue
+        dated = _DATE_CONTEXT.search(" ".join(ln for _, ln in paragraph))
+        for k, ln in paragraph:
+            found += [f"{k}: commit hash {h}" for h in _HASH.findall(ln) if h not in _NOT_HASHES]
+            found += [f"{k}: time of day {c}" for c in _CLOCK.findall(ln) if dated]
+            found += [f"{k}: 'this round'" for _ in re.findall(r"\bthis round\b", ln, re.I)]
+        paragraph = []
+    return found
+
+
+def test_diary_finds_what_it_should():
+    text = ("Measured 2026-11-26 17:49 UTC on X; git 6318db46c6 with local changes.\n\n"
+            "at 20:02 the same day, this round\n\nread at AIS-Bonn/nimbro_network@7e1de20; ssh-keygen -t ed25519; "
+            "MaxStartups 10:30:100; a 3:14 wait\n\n"
+            "<!-- generated: results (by `make docs`) -->\ncampaign `x-20261126-175133`, 17:51 UTC, git 0a1b2c3d\n"
+            "<!-- end generated: results -->\n"
+            "<!-- generated: cli (by `make docs`) -->\n2026-11-26 09:00 UTC\n<!-- end generated: cli -->\n")
+    assert diary(text) == ["1: commit hash 6318db46c6", "1: time of day 17:49", "3: time of day 20:02",
+                           "3: 'this round'", "11: time of day 09:00"]
+
+
+@pytest.mark.parametrize("page", diary_pages())
+def test_no_diary_in_the_documentation(page):
+    """No commit hash, time of day or "this round" in the user docs: a number keeps its date, its
+    machine and its campaign; the rest of its story is in CHANGELOG.md."""
+    found = diary((REPO / page).read_text(encoding="utf-8"))
+    assert not found, f"{page}: diary (move it to CHANGELOG.md, keep the date):\n" + "\n".join(found)
+
+
+def _linked_pages(page: str) -> set[str]:
+    out = set()
+    for _, target in links(page):
+        path_part = target.partition("#")[0]
+        if _local(target) and path_part:
+            dest = Path(os.path.normpath((REPO / page).parent / path_part))
+            if REPO in dest.parents:
+                out.add(dest.relative_to(REPO).as_posix().rstrip("/"))
+    return out
+
+
+def test_the_indexes_list_every_docs_page_and_no_changelog():
+    """docs/README.md and the README's docs table list every page of docs/ (the studies by their
+    folder's README), and neither lists CHANGELOG.md: it is no user page."""
+    pages = sorted({f for f in checked_pages() if re.fullmatch(r"docs/[^/]+\.md", f)} - {"docs/README.md"}
+                   | {"docs/studies"})
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
+    in_table = {t.rstrip("/") for t in re.findall(r"\]\((docs/[^)#\s]*)", table)}
+    in_table |= {"docs/studies" for t in set(in_table) if t == "docs/studies/README.md"}
+    in_index = _linked_pages("docs/README.md")
+    in_index |= {"docs/studies" for t in set(in_index) if t == "docs/studies/README.md"}
+    assert not [p for p in pages if p not in in_table], f"missing from README.md's docs table: {[p for p in pages if p not in in_table]}"
+    assert not [p for p in pages if p not in in_index], f"missing from docs/README.md: {[p for p in pages if p not in in_index]}"
+    assert "CHANGELOG.md" not in table and "CHANGELOG.md" not in in_index
+
+
 # ---------------------------------------------------------------- (d) runnable commands
 
 def sh_commands(page: str) -> list[tuple[int, str]]:
