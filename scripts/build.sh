@@ -63,6 +63,37 @@ else
     echo "build: warning: cargo failed to build the Zenoh shim (full log in $zenoh_log): building without the zenoh middleware" >&2
   fi
 fi
+# ccache, where installed (make setup installs it), keeps compiled objects in a per-user cache
+# shared by every clone, like the Zenoh shim's target directory: paths under this checkout are
+# hashed relative to it, so another clone, or another workspace inside .build/, reuses them.
+launcher=()
+if command -v ccache >/dev/null 2>&1 && [ -z "${NETLOOP_NO_CCACHE:-}" ]; then
+  export CCACHE_DIR="${NETLOOP_CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/netloop/ccache}"
+  export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-2G}"
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+# netloop's ROS 2 interface package (ros2_interfaces/: netloop/msg/LoopSample by rosidl) into each
+# ROS 2 environment scripts/setup.sh made (.venv-ros2-<distro>), built in the workspace's
+# build-ros2-<distro>; catkin_make then builds the rcl nodes' plug-in against the same environments.
+# A robot's build has none; without an environment the build goes on without ROS 2 itself.
+ros2_prefixes=()
+if [ "$robot" = OFF ]; then
+  for rvenv in "$root"/.venv-ros2-*; do
+    [ -x "$rvenv/bin/python" ] || continue
+    distro=${rvenv##*/.venv-ros2-}
+    rbuild="$ws/build-ros2-$distro"
+    rlog="$(dirname "$log")/ros2-interfaces-$distro.log"
+    if ! { cmake -S "$root/ros2_interfaces" -B "$rbuild" -DROS2_PREFIX="$rvenv" "${launcher[@]}" &&
+           cmake --build "$rbuild" --target install -j"$(nproc)"; } > "$rlog" 2>&1; then
+      tail -30 "$rlog" >&2
+      echo "build: netloop's ROS 2 interface package for $distro failed; full log in $rlog" >&2
+      exit 1
+    fi
+    ros2_prefixes+=("$rvenv")
+  done
+  [ ${#ros2_prefixes[@]} -gt 0 ] ||
+    echo "build: warning: no ROS 2 environment (.venv-ros2-*, made by scripts/setup.sh): building without the rmw_fastrtps_cpp transport" >&2
+fi
 if [ -f /opt/ros/noetic/setup.sh ]; then . /opt/ros/noetic/setup.sh; fi
 export PATH="/usr/bin:$PATH"   # Debian's catkin tools run with /usr/bin/python3
 cd "$ws"
@@ -70,14 +101,7 @@ python="$root/.venv/bin/python"
 [ -x "$python" ] || python=/usr/bin/python3
 args=(-j"$(nproc)" -DPYTHON_EXECUTABLE="$python" -DCATKIN_ENABLE_TESTING=OFF -DNETLOOP_ROBOT_ONLY="$robot"
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNETLOOP_ZENOH_SHIM_LIB="$zenoh_target/release/libnetloop_zenoh_shim.a")
-# ccache, where installed (make setup installs it), keeps compiled objects in a per-user cache
-# shared by every clone, like the Zenoh shim's target directory: paths under this checkout are
-# hashed relative to it, so another clone, or another workspace inside .build/, reuses them.
-if command -v ccache >/dev/null 2>&1 && [ -z "${NETLOOP_NO_CCACHE:-}" ]; then
-  export CCACHE_DIR="${NETLOOP_CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/netloop/ccache}"
-  export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-2G}"
-  args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
+args+=("${launcher[@]}" -DNETLOOP_ROS2_PREFIXES="$(IFS=';'; echo "${ros2_prefixes[*]}")")
 [ -n "$prefix" ] && args+=(-DCMAKE_INSTALL_PREFIX="$prefix" install)
 catkin_make "${args[@]}" > "$log" 2>&1 || {
   tail -40 "$log" >&2

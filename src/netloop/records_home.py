@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .hosts_file import load_machines
+from .loops.simulators import FAILSAFE_RECORD
 from .run_files import RunFileError, load_metadata, save_metadata
 from .schema import ConfigError
 from .ssh import RealHostsError, destination, ssh_argv
@@ -73,13 +74,17 @@ def fetch(hosts: "RealHosts", host: str, remote: str | None = None) -> bool:
 
 def _watchdog_stops(hosts: "RealHosts", host: str, directory: Path) -> list[dict]:
     """The processes of ``host`` whose wrapper stopped them for a silent heartbeat (from
-    their records in ``directory``), each also named in ``fetch_problems``."""
+    their records in ``directory``), each also named in ``fetch_problems``; so is a fail-safe
+    stop of the car that failed (its record there)."""
     out = []
     for path in sorted(directory.glob("*.json")):
         try:
             rec = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        if path.name == FAILSAFE_RECORD and rec.get("stopped") is False:   # the car's fail-safe stop failed
+            hosts.fetch_problems.append(f"{host}: the car's fail-safe stop could not stop the motors: "
+                                        f"{'; '.join(rec.get('errors') or [])} ({path.relative_to(hosts.run_dir)})")
         if rec.get("kind") != "heartbeat":
             continue
         command = os.path.basename(str((rec.get("command") or ["?"])[0]))
