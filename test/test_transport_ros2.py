@@ -14,7 +14,7 @@ from campaign_helpers import campaign_runs
 
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.analysis.records import read_events
-from netloop.transports.ros2 import MIDDLEWARES, missing_middleware
+from netloop.transports.ros2 import MIDDLEWARES, REAL_ROS2, missing_middleware
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("nothing_left_behind")]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
@@ -25,7 +25,7 @@ def middleware(name):
     return pytest.param(name, marks=pytest.mark.skipif(bool(why), reason=why or ""))
 
 
-ALL = [middleware(m) for m in MIDDLEWARES]
+ALL = [middleware(m) for m in MIDDLEWARES if m not in REAL_ROS2]   # real ROS 2: test_transport_rmw.py
 
 
 def received(path):

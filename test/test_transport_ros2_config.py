@@ -50,11 +50,11 @@ def started(name, tmp_path, options=None, topics=TOPICS, topic_qos=None, monkeyp
 
 # --- registry and options -------------------------------------------------------------------
 
-def test_the_three_words_are_registered_after_the_ros1_words():
+def test_the_ros2_words_are_registered_after_the_ros1_words():
     names = transport_names()
-    assert names[-3:] == ["cyclonedds", "fastdds", "zenoh"]
+    assert names[-4:] == ["cyclonedds", "fastdds", "zenoh", "rmw_fastrtps_cpp"]
     assert names.index("priority") < names.index("cyclonedds")
-    for name in ("cyclonedds", "fastdds", "zenoh"):
+    for name in ("cyclonedds", "fastdds", "zenoh", "rmw_fastrtps_cpp"):
         t = get_transport(name)
         assert t.middleware == name and t.multi_master and t.deployment == "native"
     cfg = validate_experiment({"transport": "all"}, name="x")
@@ -338,8 +338,8 @@ def test_zenoh_warns_that_best_effort_changes_nothing_on_its_wire():
 def test_transport_all_leaves_out_a_middleware_the_build_lacks_and_says_so(monkeypatch):
     """`transport: all` on a build without zenoh (no Rust >= 1.75 there) runs every other
     transport and warns why zenoh is left out; naming zenoh itself is still refused at the run's
-    start (runner.preflight); where nothing is built yet, all eleven words are checked."""
-    monkeypatch.setattr(ros2, "available_middlewares", lambda: ("cyclonedds", "fastdds"))
+    start (runner.preflight); where nothing is built yet, all twelve words are checked."""
+    monkeypatch.setattr(ros2, "available_middlewares", lambda: ("cyclonedds", "fastdds", "rmw_fastrtps_cpp"))
     exp = validate_experiment({"transport": "all", "link": "loopback"}, name="all")
     assert exp.transport == [t for t in transport_names() if t != "zenoh"]
     warnings = experiment_warnings(exp)
