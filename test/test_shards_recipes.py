@@ -22,7 +22,9 @@ import pytest
 import yaml
 
 from netloop import __version__, paths
+from netloop.experiment import load_experiment
 from netloop.run_files import load_campaign, load_metadata
+from netloop.shards import Shard, experiment_shard
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sshlab import SshLab  # noqa: E402
@@ -38,6 +40,16 @@ SMALL = {"name": "shardme", "description": "two transports, two repetitions", "l
 def _env(**more) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ROS_PACKAGE_PATH")}
     return {**env, **{k: str(v) for k, v in more.items()}}
+
+
+def _listed_runs(stdout: str) -> list[str]:
+    """The run ids a --dry-run listed."""
+    return [line.strip() for line in stdout.splitlines() if line.startswith("  ")]
+
+
+def _shard_runs(experiment: str, index: int, count: int) -> list[str]:
+    """The run ids of a shipped experiment's shard, as netloop deals them."""
+    return [c.run_id for c in experiment_shard(load_experiment(paths.REPO / experiment), Shard(index, count))[0]]
 
 
 def _decision_tables(report_md: Path) -> tuple[list[str], list[list[str]]]:
@@ -131,8 +143,9 @@ def test_the_kubernetes_pod_runs_the_shard_of_its_index():
     res = subprocess.run(["/bin/sh", "-c", script], cwd=paths.REPO, capture_output=True, text=True, timeout=60,
                          env=_env(**{**env, "RESULTS": "/nonexistent"}, JOB_COMPLETION_INDEX=1, NETLOOP_RUN_ARGS="--dry-run"))
     assert res.returncode == 0, res.stderr
-    assert "shard 2/4 (JOB_COMPLETION_INDEX=1): 50 run(s), split by sweep point" in res.stdout   # 1 repetition
-    assert "sanap_grid_inter_ros2: 50 runs (200 cells x 1 repetitions, shard 2/4)" in res.stdout
+    runs = _shard_runs(env["EXPERIMENT"], 2, 4)
+    assert f"shard 2/4 (JOB_COMPLETION_INDEX=1): {len(runs)} run(s), split by sweep point" in res.stdout
+    assert _listed_runs(res.stdout) == runs
 
 
 @needs_root
@@ -155,9 +168,9 @@ def test_the_slurm_script_runs_the_shard_of_its_array_task(first):
     res = subprocess.run([str(RECIPES / "slurm_array.sh"), "experiments/pound_fig21.yaml"], cwd="/",
                          capture_output=True, text=True, timeout=60, env=_env(**array))
     assert res.returncode == 0, res.stderr
-    assert f"shard 2/3 (SLURM_ARRAY_TASK_ID={first + 1} (MIN {first}, STEP 1, COUNT 3)): 7 run(s)" in res.stdout
-    runs = [line.strip() for line in res.stdout.splitlines() if line.startswith("  ")]
-    assert len(runs) == 7 and res.stdout.count("netloop shard: task") == 1
+    runs = _shard_runs("experiments/pound_fig21.yaml", 2, 3)
+    assert f"shard 2/3 (SLURM_ARRAY_TASK_ID={first + 1} (MIN {first}, STEP 1, COUNT 3)): {len(runs)} run(s)" in res.stdout
+    assert _listed_runs(res.stdout) == runs and res.stdout.count("netloop shard: task") == 1
 
 
 def test_the_slurm_script_outside_an_array_and_an_explicit_shard_inside_one():
