@@ -21,10 +21,11 @@ Files written into the results directory:
 
     report.html       everything below in one page, figures embedded (base64 PNG)
     report.md         the same text and tables, figures linked from figures/
-    runs.csv and the loop kind's own tables (e.g. the rlc kind's degradation.csv:
-                      netloop.loops.rlc.analysis)
+    runs.csv and the loop kind's own tables (e.g. the rlc kind's steps.csv, margins.csv,
+                      degradation.csv: netloop.loops.rlc.analysis)
     flow_<name>.csv   per flow, the Pound paper's table with the delay's percentiles
     analysis.json     every number (without the time series)
+    mcap/<run>.mcap   each run's time series as ROS 2 messages (:mod:`mcap_export`)
     figures/*.png
 """
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any
 from ..loops import loop_analysis, loop_kind_names, loop_type_of
 from ..run_files import RunFileError, RunRecord, has_campaign, load_campaign, save_analysis
 from ..rundir import RunDir, invalid_attempts
-from . import decision, flow_sections, ros2_section, shard_section
+from . import decision, exports, flow_sections, ros2_section, shard_section
 from .flow_run import analyse_flow_receivers, recorded_flows
 from .host_sections import cpu_section, machines_section, outages_section
 from .kinds import LoopAnalysis, ReportContext
@@ -186,6 +187,7 @@ def write_report_document(path: Path) -> Document:
     doc.add(ros2_section.section(usable))
     doc.add(closing([table for kind, runs in kinds if (table := kind.run_table(runs))], excluded, broken, absent,
                     [note for kind, _ in kinds if (note := kind.reading_note())]))
+    doc.add(exports.write_and_link(path, analyses))
     doc.add(decision.glossary_section([kind.name for kind, _ in kinds]))
     doc.write(path / "report.md", path / "report.html")
     return doc

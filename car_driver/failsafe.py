@@ -12,9 +12,10 @@ However the driver ends, the kernel closes that pipe; the supervisor reads its e
    sets the motor pins to their bridge's stop levels (:data:`.actuators.BRIDGES`),
    every write retried (:func:`.actuators.retried`: a pin the dying driver still holds is free
    a moment later),
-3. records what it did as JSON (``--record``: when the driver's end was seen, when the motors
-   were off, each error), and exits 0 when stopped, 1 when a write failed every time — never
-   recording a failed stop as a stop.
+3. records what it did as JSON (``--record``; beside the remote wrappers' records in a run, in
+   their form: 'command', 'kind' ``failsafe``, when the driver's end was seen, when the motors
+   were off, 'stopped', each error), and exits 0 when stopped, 1 when a write failed every time
+   — never recording a failed stop as a stop.
 
 It also holds the board's lock (:class:`.board.BoardLock`, inherited), so no other driver can
 take the board before the motors are stopped, and it stops the motors the same way on SIGTERM,
@@ -150,7 +151,8 @@ def main(argv=None) -> int:
                 pass
     done = time.time()
     stopped = not errors
-    _write_record(args.record, {"driver_pid": args.driver_pid, "why": why, "seen": round(seen, 4),
+    _write_record(args.record, {"command": ["car_failsafe"], "kind": "failsafe", "driver_pid": args.driver_pid,
+                                "why": why, "seen": round(seen, 4),
                                 "done": round(done, 4), "stopped": stopped, "errors": errors,
                                 "hardware": args.hardware, "car": profile["name"]})
     if args.remove_fake_dir and args.fake_device_dir:

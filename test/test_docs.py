@@ -186,6 +186,8 @@ def test_a_campaign_made_the_example_gives_the_readme_its_headline(tmp_path):
     assert (example / "report.md").read_text() == (camp / "report.md").read_text()
     assert (example / "report.html").is_file() and (example / "figures" / "step_response.png").is_file()
     assert not (example / "runs").exists()
+    assert sorted(p.name for p in (example / "mcap").glob("*.mcap")) == sorted(
+        p.name for p in (camp / "mcap").glob("*.mcap")) and len(list((camp / "mcap").glob("*.mcap"))) == 4
     summary, table = docgen_results.report_extract((camp / "report.md").read_text(encoding="utf-8"))
     headline = docgen_results.headline(docgen.Context(tmp_path, tmp_path / "results"))
     assert summary.split("\n\n")[0] in headline and table.splitlines()[2] in headline

@@ -11,8 +11,7 @@ from typing import Callable
 
 from . import paths
 from .docgen_blocks import BLOCK, PAGES, Context, Unavailable, block_body, md_cell, need
-from .run_files import (CAMPAIGN, MetadataError, RunFileError, RunRecord, has_metadata, load_campaign,
-                        load_metadata)
+from .run_files import MetadataError, RunFileError, RunRecord, has_metadata, load_campaign, load_metadata
 
 # ---------------------------------------------------------------- results
 
@@ -323,8 +322,9 @@ EXAMPLE = "docs/example_report"
 
 def set_example(root: Path, campaign: Path) -> Path:
     """Make ``campaign``'s report the example of ``root``/docs/example_report: its report.md,
-    report.html, CSV tables, campaign.json, experiment.yaml and figures (not the runs' records,
-    which stay in results/). What the example held before is replaced."""
+    report.html, CSV tables, analysis.json, campaign.json, experiment.yaml, figures and the runs'
+    MCAP files (not the runs' records, which stay in results/). What the example held before is
+    replaced."""
     import shutil  # noqa: PLC0415
     if not (campaign / "report.md").is_file():
         raise SystemExit(f"docgen: {campaign} holds no report.md (run 'bin/netloop report {campaign}' first)")
@@ -333,8 +333,12 @@ def set_example(root: Path, campaign: Path) -> Path:
         shutil.rmtree(dest)
     (dest / "figures").mkdir(parents=True)
     for f in sorted(campaign.iterdir()):
-        if f.is_file() and (f.suffix in (".md", ".html", ".csv") or f.name in (CAMPAIGN, "experiment.yaml")):
+        if f.is_file() and (f.suffix in (".md", ".html", ".csv", ".json") or f.name == "experiment.yaml"):
             shutil.copy2(f, dest / f.name)
     for f in sorted((campaign / "figures").glob("*.png")):
         shutil.copy2(f, dest / "figures" / f.name)
+    if (campaign / "mcap").is_dir():   # the time series the report links
+        (dest / "mcap").mkdir()
+        for f in sorted((campaign / "mcap").glob("*.mcap")):
+            shutil.copy2(f, dest / "mcap" / f.name)
     return dest

@@ -98,6 +98,9 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
     todo = [c for c in cells if not _done(out_dir / "runs" / c.run_id)]
     if resume:
         log(f"resuming: {len(cells) - len(todo)} of {len(cells)} cells done, {len(todo)} to run")
+        if exp.machines:   # what a killed or cut-off earlier attempt left on the machines comes home first
+            from .records_home import fetch_left_behind  # noqa: PLC0415
+            fetch_left_behind(out_dir, exp.machines, log)
     started, estimate = time.monotonic(), estimated_run_seconds(exp)
     for i, cell in enumerate(todo, 1):
         elapsed = time.monotonic() - started

@@ -140,8 +140,8 @@ def _plot_steps(series: list[tuple[str, list, list]], path: Path, title: str) ->
 
 
 TELEOP_COLUMNS = ["run", "where", "speed rise [s]", "speed overshoot [%]", "speed settling [s]",
-                  "heading rise [s]", "heading overshoot [%]", "heading settling [s]", "IAE vs local (speed) [s]",
-                  "IAE vs local (heading) [s]", "odom delay mean [ms]", "odom delay p99 [ms]",
+                  "heading rise [s]", "heading overshoot [%]", "heading settling [s]", "IAE vs local per run (speed) [s]",
+                  "IAE vs local per run (heading) [s]", "odom delay mean [ms]", "odom delay p99 [ms]",
                   "command age mean [ms]"]
 
 
