@@ -57,10 +57,10 @@ def _git_md_files() -> list[str]:
 
 
 def checked_pages() -> list[str]:
-    """README.md, docs/*.md, docs/studies/*.md and every README.md of a folder, as paths from the
-    repository root."""
+    """README.md, CHANGELOG.md, docs/*.md, docs/studies/*.md and every README.md of a folder, as
+    paths from the repository root."""
     files = [f for f in _git_md_files() if (REPO / f).is_file()]
-    docs = [f for f in files if re.fullmatch(r"docs/(studies/)?[^/]+\.md", f)]
+    docs = [f for f in files if re.fullmatch(r"docs/(studies/)?[^/]+\.md", f) or f == "CHANGELOG.md"]
     readmes = [f for f in files if Path(f).name == "README.md"]
     return sorted(set(docs + readmes), key=lambda f: (f != "README.md", f))
 
