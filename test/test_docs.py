@@ -499,7 +499,7 @@ def as_run(command: str, tmp: Path) -> str | None:
         elif words[:2] == ["bin/netloop", "run"] and "--dry-run" not in words:
             files = [w for w in words[2:] if w.endswith((".yaml", ".yml"))]
             if files and all(_is_loopback(f) for f in files):
-                segment += f" --quick --results {shlex.quote(str(tmp))}"
+                segment += f" --quick --out {shlex.quote(str(tmp))}"
             else:
                 segment = "bin/netloop run --dry-run " + shlex.join(words[2:])
         parts.append(segment)
@@ -518,7 +518,7 @@ def test_command_rules(tmp_path):
     assert as_run("sudo bin/netloop run experiments/pound_fig21.yaml", tmp_path) == \
         "bin/netloop run --dry-run experiments/pound_fig21.yaml"
     assert as_run("bin/netloop run experiments/rlc_loopback.yaml", tmp_path) == \
-        f"bin/netloop run experiments/rlc_loopback.yaml --quick --results {tmp_path}"
+        f"bin/netloop run experiments/rlc_loopback.yaml --quick --out {tmp_path}"
     assert as_run("bin/netloop run --dry-run experiments/pound_fig21.yaml", tmp_path) == \
         "bin/netloop run --dry-run experiments/pound_fig21.yaml"
 
