@@ -196,3 +196,24 @@ def test_the_report_command_merges_or_refuses_in_one_line(shards, tmp_path, caps
     assert cli.main(["report", str(shards[0]), str(shards[0]), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("netloop report: 2 cell(s) in more than one shard") and err.count("\n") == 1
+
+
+def test_resume_completes_the_shard_it_was_started_as(shards, capsys):
+    assert cli.main(["run", "--resume", str(shards[1]), "--shard", "1/2"]) == 2
+    assert ("--shard: 1/2 (--shard 1/2), but " + str(shards[1]) + " is shard 2/2; --resume completes the campaign "
+            "as it was started") in capsys.readouterr().err
+    assert cli.main(["run", "--resume", str(shards[1]), "--transports", "udp"]) == 2
+    assert "--transports: --resume runs the transports" in capsys.readouterr().err
+
+
+def test_reproduce_plans_a_share_of_every_part(capsys):
+    argv = ["reproduce", "jordan", "--quick", "--dry-run", "--part", "exp4", "--part", "exp6"]
+    assert cli.main(argv) == 0
+    whole = {line.split()[0]: int(line.split()[1]) for line in capsys.readouterr().out.splitlines()[1:-1]}
+    shares = []
+    for k in (1, 2):
+        assert cli.main(argv + ["--shard", f"{k}/2"]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"jordan: 2 part(s), shard {k}/2")
+        shares.append({line.split()[0]: int(line.split()[1]) for line in out.splitlines()[1:-1]})
+    assert {p: shares[0][p] + shares[1][p] for p in whole} == whole and all(shares[0].values())

@@ -145,7 +145,9 @@ def merge_campaigns(folders: list[Path], out_parent: Path | None = None) -> Path
     cells = check_fit(shards)
     exp = runner.load_campaign_config(shards[0].path)
     out = runner.campaign_dir_for(exp, out_parent)
-    out.mkdir(parents=True, exist_ok=False)
+    if out.exists():
+        raise MergeError(f"{out} exists already; merge again in a second, or into another --out")
+    out.mkdir(parents=True)
     shutil.copy2(shards[0].path / "experiment.yaml", out / "experiment.yaml")
     rows: dict[str, CampaignCell] = {}
     for s in shards:
