@@ -225,6 +225,29 @@ def test_one_campaign_made_the_example_feeds_every_statement_of_the_default_expe
     assert named in part and f"--example results/{newer.name}" in part
 
 
+def test_example_blocks_find_columns_by_name_and_say_what_they_cannot_judge(tmp_path):
+    """The example's statements read the decision table by its columns' names (a report may grow
+    or reorder columns), and a campaign without Pound beside another of the paper's methods says
+    that it cannot judge Fig. 21 rather than leaving an older campaign's statement standing."""
+    report = tmp_path / "docs" / "example_report" / "report.md"
+    report.parent.mkdir(parents=True)
+    report.write_text(
+        "# netloop report: pound_fig21-20261201-080000\n\n- repetitions: 1\n- git abc1234; host X ×2; run on 2026-12-01\n"
+        "- runs: 2 (2 without problems)\n\n## Summary\n\n**tcp** kept the loop closest to local over 8 repeated steps.\n\n"
+        "## Decision table\n\n| transport | rank | RTT p50 / p99 [ms] | IAE(y − baseline) per step [mV·s] | verdict | clearly better than |\n"
+        "|---|---|---|---|---|---|\n| tcp | 1 | 3 / 9 | 4.0 [3–5] | best | rmw_fastrtps_cpp |\n"
+        "| rmw_fastrtps_cpp | 2 | 9 / 30 | 40 [30–50] | clearly worse by 36 mV·s | – |\n", encoding="utf-8")
+    ctx = docgen.Context(tmp_path, tmp_path / "results")
+    named = "campaign `pound_fig21-20261201-080000`, measured 2026-12-01 on X ×2, 1 repetition"
+    assert named in docgen_example.headline(ctx) and "2 transports, a square-wave reference" in docgen_example.headline(ctx)
+    ros2 = docgen_example.example_ros2(ctx)
+    assert "**rmw_fastrtps_cpp** kept the loop closest to local (rank 2 of 2: clearly worse by 36 mV·s); the best " \
+           "of all was tcp." in ros2 and "| tcp | 1 |" in ros2
+    fig21 = docgen_example.example_fig21(ctx)
+    assert named in fig21 and "has no `priority` row beside another of the paper's methods (tcp among its " \
+                              "transports), so it cannot judge Fig. 21." in fig21
+
+
 def test_report_extract_finds_the_first_table_after_the_summary():
     report = ("# r\n\n- git abc; host X ×2\n\n| not | this |\n|---|---|\n| 1 | 2 |\n\n## Summary\n\n"
               "**a** is best, see [the figure](figures/x.png).\n\n![f](figures/f.png)\n\n"
