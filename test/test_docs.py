@@ -421,6 +421,17 @@ def diary(text: str) -> list[str]:
     return found
 
 
+def test_no_generated_block_carries_a_revision_or_a_time_of_day(tmp_path, monkeypatch):
+    """make docs takes a git revision and a time of day out of whatever a generator writes."""
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "transports.md"
+    page.write_text("# T\n\n<!-- generated: transports (by `make docs`) -->\n<!-- end generated: transports -->\n")
+    monkeypatch.setitem(docgen.GENERATORS, "transports",
+                        lambda ctx: "Measured 2026-11-29 02:02 UTC on X; git 0123abcd45 with local changes; 4 runs")
+    assert docgen.run(tmp_path, tmp_path / "results", only=["transports"], out=io.StringIO(), err=io.StringIO()) == 0
+    assert "Measured 2026-11-29 on X; 4 runs" in page.read_text() and not diary(page.read_text())
+
+
 def test_diary_finds_what_it_should():
     text = ("Measured 2026-11-26 17:49 UTC on X; git 6318db46c6 with local changes.\n\n"
             "at 20:02 the same day, this round\n\nread at AIS-Bonn/nimbro_network@7e1de20; ssh-keygen -t ed25519; "

@@ -28,7 +28,9 @@ Usage::
     python -m netloop.docgen --results DIR   campaigns from DIR instead of results/
     python -m netloop.docgen --skip results  leave a block alone (--only NAME: just that one)
 
-A block whose page does not exist yet is skipped with a note; a block whose source cannot be
+No block carries a git revision or a time of day (docgen_blocks.undiaried takes them out of
+whatever a generator writes: the campaign a block names keeps both). A block whose page does not
+exist yet is skipped with a note; a block whose source cannot be
 imported here (a module not written yet, a package missing) is left as it is with a note
 saying what is missing. A block may also appear in another page than its usual one.
 """
@@ -41,7 +43,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import paths
-from .docgen_blocks import BLOCK, OPENING, PAGES, Context, Unavailable, in_code, outside
+from .docgen_blocks import BLOCK, OPENING, PAGES, Context, Unavailable, in_code, outside, undiaried
 from .docgen_reference import cli_reference, experiment_keys, glossary, link_profiles, transports
 from .docgen_example import EXAMPLE, example_fig21, example_ros2, headline, set_example
 from .docgen_results import bench_priority, results, study
@@ -122,7 +124,7 @@ def run(root: Path, results_dir: Path, check: bool = False, only: list[str] | No
             print(f"docgen: skipped {name}: {page} {why}", file=err)
             continue
         try:
-            content[name] = GENERATORS[name](ctx)
+            content[name] = undiaried(GENERATORS[name](ctx))   # no block carries a revision or a time of day
         except Unavailable as why:
             print(f"docgen: left {name} as it is: {why}", file=err)
     stale = []
