@@ -1,5 +1,6 @@
 """The report's "ROS 2 middlewares" section: per run over a ROS 2 transport (cyclonedds,
-fastdds, zenoh) its deployment and QoS, discovery (status file's matched - started, the
+fastdds, zenoh, rmw_fastrtps_cpp) what its nodes are (real ROS 2, rcl + rmw, or netloop's nodes
+on the middleware library directly), its deployment and QoS, discovery (status file's matched - started, the
 slowest node), the first sample (first arrival - started) and what the middleware did on the
 wire (samples, and where the library exposes them retransmissions, heartbeats, ACKNACKs,
 samples lost or rejected), from ``metadata.json`` → ``ros2`` (written by the runner from the
@@ -28,6 +29,13 @@ def _qos_text(record: dict[str, Any]) -> str:
     return ", ".join(texts) or "—"
 
 
+def _stack_text(record: dict[str, Any]) -> str:
+    """What the run's nodes are: "real ROS 2 Jazzy: rcl ... + rmw_fastrtps_cpp ..." or netloop's
+    middleware-direct nodes (records before this field: the latter)."""
+    stack = record.get("stack") or {}
+    return stack.get("label") or "netloop's nodes on the middleware directly"
+
+
 def section(runs: list) -> Section | None:
     """None when no run used a ROS 2 transport."""
     rows, node_rows = [], []
@@ -39,7 +47,8 @@ def section(runs: list) -> Section | None:
         values = [n for _, n in nodes]
         discovery = [n["discovery_s"] for n in values if "discovery_s" in n]
         firsts = [s for n in values for s in (n.get("first_sample_s") or {}).values()]
-        rows.append([a.run_id, record.get("middleware"), record.get("deployment"), _qos_text(record), len(nodes),
+        rows.append([a.run_id, record.get("middleware"), _stack_text(record), record.get("deployment"),
+                     _qos_text(record), len(nodes),
                      1e3 * max(discovery) if discovery else math.nan, 1e3 * min(firsts) if firsts else math.nan]
                     + [_sum(values, k) for k in WIRE])
         for name, n in nodes:
@@ -54,8 +63,10 @@ def section(runs: list) -> Section | None:
           "middleware endpoint matched; first sample the earliest first arrival after a node's start (the "
           "loop's warmup and the flows' start_delay are in it). Wire figures are summed over the run's nodes "
           "(or bridges) as the library exposes them; blank = not exposed by that library. Per node: "
-          "`metadata.json` → `ros2.nodes`, from `records/<node>.ros2.json`.")
-    out.table(["run", "middleware", "deployment", "QoS", "nodes", "discovery [ms]", "first sample [ms]",
+          "`metadata.json` → `ros2.nodes`, from `records/<node>.ros2.json`. \"Nodes are\": real ROS 2 (the "
+          "loop's and flows' nodes are rcl nodes with an rmw of a ROS 2 distribution) or netloop's nodes "
+          "speaking the middleware library directly under ROS 2's names (docs/ros2.md).")
+    out.table(["run", "middleware", "nodes are", "deployment", "QoS", "nodes", "discovery [ms]", "first sample [ms]",
                "sent", "received", "retransmits", "retransmitted bytes", "heartbeats", "acknacks", "throttles", "lost",
                "rejected"], rows, digits=1)
     out.h(3, "Per node")

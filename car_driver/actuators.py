@@ -5,6 +5,8 @@ Angles follow REP-103: steering and pan positive to the left, tilt positive look
 from __future__ import annotations
 
 import math
+import time
+from typing import Callable
 
 from .hardware import GPIO
 from .pca9685 import PCA9685
@@ -133,36 +135,109 @@ class PanTilt:
         self.set(0.0, 0.0)
 
 
+#: How each motor bridge is wired and stopped, from its data sheet's truth table. ``pins`` is
+#: the number of GPIO direction pins per motor; ``forward``/``backward`` their levels while
+#: driving; ``stop`` their levels when stopped (None: left where they are), with the PWM (enable)
+#: input low; ``mode`` what the bridge then does to the motor.
+#:
+#: * L298N (ST's data sheet, its "Inverter/enable" table): IN1/IN2 = H/L forward, L/H backward;
+#:   Ven = L is a *free running motor stop* whatever C and D are (coast); Ven = H with C = D is a
+#:   fast (braking) stop. The stop: enable low and both inputs low (coast, and a second way to
+#:   stop should the enable write fail).
+#: * TB6612FNG with both inputs wired (Toshiba's data sheet, "H-SW control function"): IN1/IN2 =
+#:   H/L CW, L/H CCW, H/H short brake, L/L *stop* (both outputs off: high impedance, the motor
+#:   coasts); PWM = L with IN1 != IN2 is short brake. The stop: PWM low, then IN1 = IN2 = L (coast).
+#: * TB6612FNG with one direction pin per motor (the PiCar-V: SunFounder's driver sets one GPIO
+#:   per motor and the PWM, its board derives the second input): IN1 = IN2 = L cannot be set, so
+#:   the only stop is PWM low, which the table gives as *short brake*. The direction pin is left
+#:   where it is: a stop whose PWM write failed must not reverse a running motor.
+BRIDGES = {
+    ("l298n", 2): {"forward": [1, 0], "backward": [0, 1], "stop": [0, 0], "mode": "coast (free running stop)"},
+    ("tb6612", 2): {"forward": [1, 0], "backward": [0, 1], "stop": [0, 0], "mode": "coast (stop: outputs off)"},
+    ("tb6612", 1): {"forward": [1], "backward": [0], "stop": None, "mode": "short brake (PWM low)"},
+}
+
+
+def bridge(driver: str, pins: int) -> dict:
+    """The truth table of ``driver`` wired with ``pins`` direction pins per motor (BRIDGES)."""
+    try:
+        return BRIDGES[(driver, pins)]
+    except KeyError:
+        allowed = ", ".join(f"{d} with {n}" for d, n in BRIDGES)
+        raise ValueError(f"a {driver} bridge with {pins} direction pin(s) per motor is not supported; "
+                         f"supported: {allowed}") from None
+
+
+def safe_outputs(motors_config: dict) -> tuple[list[int], dict[int, int]]:
+    """(PWM channels to turn off, {pin: level}) that stop both motors of a profile's ``motors``:
+    what the fail-safe stop (:mod:`.failsafe`) writes after the driver is gone."""
+    channels, levels = [], {}
+    for motor in (motors_config["a"], motors_config["b"]):
+        channels.append(motor["pwm_channel"])
+        stop = bridge(motors_config["driver"], len(motor["pins"]))["stop"]
+        if stop is not None:
+            levels.update(zip(motor["pins"], stop))
+    return channels, levels
+
+
+def retried(action: Callable[[], None], attempts: int = 3, pause: float = 0.01,
+            sleep: Callable[[float], None] = time.sleep) -> int:
+    """Run ``action`` until it succeeds, at most ``attempts`` times ``pause`` seconds apart (a
+    bus that glitched once usually answers the next time). Returns the attempts it took; the
+    last error, when all failed, is raised with how many attempts were made."""
+    for attempt in range(1, attempts + 1):
+        try:
+            action()
+            return attempt
+        except Exception as err:  # noqa: BLE001 - retried, then reported
+            if attempt == attempts:
+                raise StopFailed(f"{err} (after {attempts} attempts)") from err
+            sleep(pause)
+    return attempts
+
+
+class StopFailed(OSError):
+    """A write of the stop path failed every time it was tried."""
+
+
 class Motors:
     """The two drive motors, always commanded together (the car steers with its front wheels).
 
     L298N: the PCA9685 channel drives the bridge's ENA/ENB (speed), two GPIO pins IN1/IN2
-    per motor the direction (1/0 forward, 0/1 backward, 0/0 stop). TB6612 (PiCar-V): the PWM
-    channel drives PWMA/PWMB, one GPIO pin per motor the direction. ``reversed`` swaps the
-    direction of one motor (a motor wired the other way round)."""
+    per motor the direction. TB6612: the PWM channel drives PWMA/PWMB, one or two GPIO pins per
+    motor (IN1, or IN1 and IN2) the direction. How each stops: :data:`BRIDGES`. ``reversed``
+    swaps the direction of one motor (a motor wired the other way round). Every write of the
+    stop path is retried (``attempts``, ``pause``)."""
 
-    def __init__(self, pca: PCA9685, gpio: GPIO, config: dict):
+    def __init__(self, pca: PCA9685, gpio: GPIO, config: dict, attempts: int = 3, pause: float = 0.01,
+                 sleep: Callable[[float], None] = time.sleep):
         self.pca, self.gpio = pca, gpio
         self.driver = config["driver"]
         self.motors = [config["a"], config["b"]]
+        self.bridges = [bridge(self.driver, len(m["pins"])) for m in self.motors]
+        self.attempts, self.pause, self._sleep = attempts, pause, sleep
         self.duty = 0.0            # signed: + forward
 
     @property
     def pins(self) -> list[int]:
         return [pin for m in self.motors for pin in m["pins"]]
 
+    @property
+    def stop_mode(self) -> str:
+        """What a stop does to the motors (coast or short brake), from the bridge's table."""
+        return self.bridges[0]["mode"]
+
     def setup(self) -> None:
-        for pin in self.pins:
-            self.gpio.setup_output(pin, 0)
+        for m, b in zip(self.motors, self.bridges):
+            for pin, level in zip(m["pins"], b["stop"] or [0] * len(m["pins"])):
+                self.gpio.setup_output(pin, level)
         for m in self.motors:
             self.pca.set_duty(m["pwm_channel"], 0.0)
         self.duty = 0.0
 
-    def _direction_levels(self, motor: dict, forward: bool) -> list[int]:
+    def _direction_levels(self, motor: dict, bridge_table: dict, forward: bool) -> list[int]:
         fwd = forward != motor["reversed"]
-        if self.driver == "l298n":
-            return [1, 0] if fwd else [0, 1]
-        return [1 if fwd else 0]
+        return bridge_table["forward"] if fwd else bridge_table["backward"]
 
     def set(self, duty: float) -> None:
         """Signed duty -1..1 (+ forward). Changing direction passes through zero duty first."""
@@ -177,26 +252,36 @@ class Motors:
         if self.duty != 0.0 and (self.duty > 0) != forward:
             for m in self.motors:
                 self.pca.set_duty(m["pwm_channel"], 0.0)
-        for m in self.motors:
-            for pin, level in zip(m["pins"], self._direction_levels(m, forward)):
+        for m, b in zip(self.motors, self.bridges):
+            for pin, level in zip(m["pins"], self._direction_levels(m, b, forward)):
                 self.gpio.write(pin, level)
         for m in self.motors:
             self.pca.set_duty(m["pwm_channel"], abs(duty))
         self.duty = duty
 
     def stop(self) -> list[Exception]:
-        """Best-effort stop: each PWM channel to 0 and each direction pin low, every step tried
-        even if another failed (either one alone stops an L298N). Returns the errors."""
-        errors: list[Exception] = []
+        """Stop both motors as their bridge stops (:data:`BRIDGES`): each PWM channel to 0, then
+        the direction pins to the stop's levels, each write retried and every step tried even if
+        another failed. Returns the errors (:class:`StopFailed`, each saying what it was writing);
+        [] only when every write succeeded. ``duty`` becomes 0 once every PWM channel is off: PWM
+        low alone stops either bridge (L298N: free running; TB6612: short brake), the pins are the
+        second way; with a PWM write failed it keeps its value (the motors may still turn)."""
+        pwm_errors: list[Exception] = []
         for m in self.motors:
-            try:
-                self.pca.set_duty(m["pwm_channel"], 0.0)
-            except Exception as err:  # noqa: BLE001 - keep going: the pins may still work
-                errors.append(err)
-        for pin in self.pins:
-            try:
-                self.gpio.write(pin, 0)
-            except Exception as err:  # noqa: BLE001
-                errors.append(err)
-        self.duty = 0.0
-        return errors
+            pwm_errors += self._try(f"PWM channel {m['pwm_channel']} off",
+                                    lambda m=m: self.pca.set_duty(m["pwm_channel"], 0.0))
+        pin_errors: list[Exception] = []
+        for m, b in zip(self.motors, self.bridges):
+            for pin, level in zip(m["pins"], b["stop"] or []):
+                pin_errors += self._try(f"GPIO {pin} to {level}",
+                                        lambda pin=pin, level=level: self.gpio.write(pin, level))
+        if not pwm_errors:
+            self.duty = 0.0
+        return pwm_errors + pin_errors
+
+    def _try(self, what: str, action: Callable[[], None]) -> list[Exception]:
+        try:
+            retried(action, self.attempts, self.pause, self._sleep)
+            return []
+        except StopFailed as err:
+            return [StopFailed(f"{what}: {err}")]

@@ -18,19 +18,30 @@ Parameters (defaults from the car profile where it has them)
   ``~watchdog_timeout`` (0.25 s), ``~steering_offset``, ``~camera`` (true),
   ``~camera_device``, ``~camera_width``, ``~camera_height``, ``~camera_rate``,
   ``~jpeg_quality``, ``~odom_rate`` (50 Hz), ``~fake_state_file`` (fake hardware only: JSON dump of the fake registers
-  and pins after every change, for tests and for watching the node without a car).
+  and pins after every change, for tests and for watching the node without a car),
+  ``~fake_device_dir`` (fake hardware only: the fake board's folder, its registers and pins in
+  files; default a private one), ``~failsafe_record`` (where the fail-safe stop writes what it
+  did, JSON; default nowhere).
 
-The motors stop when commands stop arriving (watchdog), on any error in the command path,
-on shutdown (SIGINT/SIGTERM, rosnode kill, roslaunch stop) and if the node crashes.
+The motors stop when commands stop arriving (watchdog), on any error in the command path and
+on shutdown (SIGINT/SIGTERM, rosnode kill, roslaunch stop); and whatever ends the node (SIGKILL,
+a crash in C code, the OOM killer), its fail-safe stop, a process of its own started before the
+node drives (:mod:`netloop.car_driver.failsafe`), turns every PWM output off and sets the motor
+pins to their stop levels. The node holds the board's lock (:mod:`netloop.car_driver.board`):
+a second driver of the same board is refused naming the first.
 """
 from __future__ import annotations
 
 import atexit
 import math
+import os
 import sys
+import tempfile
 import threading
 import time
 
+from netloop.car_driver import failsafe
+from netloop.car_driver.board import BoardLock, describe, fake_device_file, fake_levels_file, lock_path
 from netloop.car_driver.controller import CarController, pan_tilt_from_joint_state
 from netloop.car_driver.fakes import FakeCamera, FakeGPIO, FakePCA9685Bus
 from netloop.car_driver.odometry import DeadReckoning
@@ -44,22 +55,35 @@ HARDWARE_KINDS = ("real", "fake")
 
 
 class Hardware:
-    """The bus, the pins and a way to open the camera, real or fake."""
+    """The bus, the pins and a way to open the camera, real or fake, with the board's lock
+    taken first (:class:`~netloop.car_driver.board.BoardLock`). A fake board lives in
+    ``fake_dir`` (its register and pin files, which the fail-safe stop opens too); without one
+    the driver makes a private folder for it."""
 
-    def __init__(self, kind: str, profile: dict, gpio_backend: str = "auto"):
+    def __init__(self, kind: str, profile: dict, gpio_backend: str = "auto", fake_dir: str = ""):
         Enum(HARDWARE_KINDS, what="hardware").check(kind, "~hardware")
         self.kind = kind
         pwm = profile["pwm"]
+        self.private_fake_dir = kind == "fake" and not fake_dir
         if kind == "fake":
-            self.bus = FakePCA9685Bus(pwm["address"])
-            self.gpio = FakeGPIO()
-        else:
-            self.bus = SMBusI2C(pwm["bus"])
-            try:
-                self.gpio = open_gpio(gpio_backend)
-            except Exception:
-                self.bus.close()
-                raise
+            fake_dir = fake_dir or tempfile.mkdtemp(prefix="netloop-fake-car-")
+            os.makedirs(fake_dir, exist_ok=True)
+        self.fake_dir = fake_dir if kind == "fake" else None
+        self.lock = BoardLock(lock_path(pwm, self.fake_dir), describe(pwm, self.fake_dir)).acquire()
+        try:
+            if kind == "fake":
+                self.bus = FakePCA9685Bus(pwm["address"], device_file=fake_device_file(fake_dir))
+                self.gpio = FakeGPIO(levels_file=fake_levels_file(fake_dir))
+            else:
+                self.bus = SMBusI2C(pwm["bus"])
+                try:
+                    self.gpio = open_gpio(gpio_backend)
+                except Exception:
+                    self.bus.close()
+                    raise
+        except Exception:
+            self.lock.release()
+            raise
         self.camera = None
 
     def open_camera(self, device: int, width: int, height: int, rate: float):
@@ -114,9 +138,12 @@ def main(argv=None) -> int:
     rospy.init_node("car_driver", argv=argv)
     car = rospy.get_param("~profile_file", "") or rospy.get_param("~car", "smart_video_car")
     kind = rospy.get_param("~hardware", "real")
+    backend = rospy.get_param("~gpio_backend", "auto")
     try:
         profile = load_profile(car)
-        hw = Hardware(kind, profile, rospy.get_param("~gpio_backend", "auto"))
+        hw = Hardware(kind, profile, backend, rospy.get_param("~fake_device_dir", "") if kind == "fake" else "")
+        failsafe.start(car, kind, backend, hw.fake_dir, rospy.get_param("~failsafe_record", "") or None,
+                       hw.lock.fd, remove_fake_dir=hw.private_fake_dir)
     except (ConfigError, HardwareError) as err:
         rospy.logfatal(f"car_driver: {err}")
         return 2
@@ -172,7 +199,10 @@ def main(argv=None) -> int:
         while not stop_event.wait(period):
             try:
                 if controller.check_watchdog():
-                    rospy.logwarn(f"car_driver: {controller.stop_reason}; motors stopped")
+                    if controller.running:   # the stop's writes failed: it tries again next time
+                        rospy.logerr_throttle(1.0, f"car_driver: {controller.stop_reason}")
+                    else:
+                        rospy.logwarn(f"car_driver: {controller.stop_reason}; motors stopped")
             except Exception as err:  # noqa: BLE001
                 rospy.logerr_throttle(1.0, f"car_driver: watchdog error: {err}")
 

@@ -13,10 +13,12 @@ Command mapping (``geometry_msgs/Twist`` semantics, REP-103):
   would blow up, so there ``delta = atan(L * omega / v_min_steer)``: the wheels still turn the
   way ``angular.z`` asks, proportionally for small values, and the mapping is continuous with
   forward driving at ``v = v_min_steer``.
-* watchdog: if no command arrived for ``watchdog_timeout`` seconds, the motors stop (duty 0,
-  direction pins low); the steering stays where it was. The next command restarts them.
-* any exception while applying a command stops the motors (best effort, each output tried)
-  before it propagates.
+* watchdog: if no command arrived for ``watchdog_timeout`` seconds, the motors stop (PWM 0,
+  direction pins as the bridge stops, :data:`.actuators.BRIDGES`); the steering stays where it
+  was. The next command restarts them.
+* any exception while applying a command stops the motors (each output tried, each write
+  retried) before it propagates. A stop whose PWM writes failed is not recorded as one:
+  ``running`` stays true, ``stop_reason`` says it failed, and the watchdog tries again.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .actuators import Motors, PanTilt, Steering
+from .actuators import Motors, PanTilt, Steering, StopFailed, retried
 from .hardware import GPIO, I2CBus
 from .pca9685 import PCA9685
 
@@ -95,6 +97,9 @@ class CarController:
         self.commands = 0
         self.started = False
         self.shut_down = False
+        self._sleep = sleep
+        #: every write of the stop path is tried this often, this many seconds apart
+        self.stop_attempts, self.stop_pause = 3, 0.01
         self._lock = threading.RLock()
 
     # -- life cycle -----------------------------------------------------------------------
@@ -103,7 +108,7 @@ class CarController:
         with self._lock:
             p = self.profile
             self.pca.init(p["pwm"]["frequency"])
-            self.motors = Motors(self.pca, self.gpio, p["motors"])
+            self.motors = Motors(self.pca, self.gpio, p["motors"], self.stop_attempts, self.stop_pause, self._sleep)
             self.motors.setup()
             self.steering = Steering(self.pca, p["steering"], tuple(p["servo_range_us"]))
             if self._steering_offset is not None:
@@ -122,9 +127,9 @@ class CarController:
                 return []
             errors = self._stop(reason)
             try:
-                self.pca.all_off()
-            except Exception as err:  # noqa: BLE001
-                errors.append(err)
+                retried(self.pca.all_off, self.stop_attempts, self.stop_pause, self._sleep)
+            except StopFailed as err:
+                errors.append(StopFailed(f"every PWM output off: {err}"))
             for closer in (self.gpio.close, self.bus.close):
                 try:
                     closer()
@@ -194,10 +199,14 @@ class CarController:
 
     # -- internals ------------------------------------------------------------------------
     def _stop(self, reason: str) -> list[Exception]:
+        """Stop the motors (every write retried). Recorded as stopped only when the PWM outputs
+        are off: a failed I2C write keeps ``running`` (the watchdog tries again) and says so in
+        ``stop_reason``; a failed pin write alone is reported too."""
         errors = self.motors.stop() if self.motors is not None else []
-        self.running = False
-        self.stop_reason = reason
-        if self.last is not None:
+        self.running = self.motors is not None and self.motors.duty != 0.0
+        self.stop_reason = reason if not errors else \
+            f"{reason}; STOP FAILED: {'; '.join(map(str, errors))}"
+        if self.last is not None and not self.running:
             self.last = Actuation(0.0, 0.0, self.last.steer, self.last.steer_ticks)
         return errors
 

@@ -17,15 +17,28 @@ sheet as far as the driver can observe it:
 
 Every write is logged in :attr:`writes` with the MODE1 value at the time, so a test can ask
 "was PRE_SCALE written while SLEEP was set?". ``fail = True`` makes every access raise
-``OSError(121, 'Remote I/O error')``, like a disconnected chip.
+``OSError(121, 'Remote I/O error')``, like a disconnected chip; ``fail_next = n`` only the next
+``n`` accesses (a bus that glitches).
+
+A real chip outlives the process that drives it; so do these fakes when given a file
+(``FakePCA9685Bus(device_file=...)``, ``FakeGPIO(levels_file=...)``): their registers and pin
+levels then live in it (memory-mapped, every access under a lock of the file), and another
+process opening the same file sees the same chip: the fail-safe stop (:mod:`.failsafe`) stops a
+fake car whose driver was killed as it stops a real one, and a test reads what it wrote. A
+shared chip's ``fail`` is shared too (set by any process: the chip is disconnected for all).
 
 Robot-side (Python 3.8, :mod:`netloop.robot_side`): numpy is imported only by
 :class:`FakeCamera`, whose frames are numpy arrays as OpenCV's are.
 """
 from __future__ import annotations
 
+import fcntl
+import mmap
+import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Optional
 
 from .hardware import GPIO, Camera, I2CBus
 
@@ -46,26 +59,101 @@ class Write:
         return bool(self.mode1_before & SLEEP)
 
 
-class FakePCA9685Bus(I2CBus):
-    """An I2C bus with a PCA9685 at ``address``; other addresses raise like a missing device."""
+class SharedBytes:
+    """``size`` bytes in this process's memory, or in ``path`` (created holding ``initial``)
+    shared by every process that opens it; indexing and slicing as a bytearray's. :meth:`locked`
+    holds a lock of the file (and of this process) around a read-modify-write."""
 
-    def __init__(self, address: int = 0x40, osc_hz: float = 25e6):
+    def __init__(self, size: int, initial: bytes, path: Optional[str] = None):
+        self.path = path
+        self._thread_lock = threading.RLock()
+        if path is None:
+            self._data = bytearray(initial)
+            self._fd = None
+            return
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            if os.fstat(self._fd).st_size != size:
+                os.ftruncate(self._fd, 0)
+                os.write(self._fd, bytes(initial))
+            self._data = mmap.mmap(self._fd, size)
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def __getitem__(self, index):
+        return self._data[index]
+
+    def __setitem__(self, index, value):
+        self._data[index] = value
+
+    @contextmanager
+    def locked(self):
+        with self._thread_lock:
+            if self._fd is None:
+                yield
+                return
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            self._data.close()
+            os.close(self._fd)
+            self._fd = None
+
+
+#: a shared chip's file: the 256 registers, then the RESTART-pending flag and the fail switch
+_RESTART_PENDING, _FAIL, _DEVICE_SIZE = 256, 257, 258
+
+
+def _power_up_registers() -> bytes:
+    regs = bytearray(_DEVICE_SIZE)
+    regs[MODE1] = SLEEP | ALLCALL
+    regs[MODE2] = 0x04
+    regs[PRESCALE] = 0x1E
+    for n in range(16):
+        regs[LED0_ON_L + 4 * n + 3] = FULL
+    return bytes(regs)
+
+
+class FakePCA9685Bus(I2CBus):
+    """An I2C bus with a PCA9685 at ``address``; other addresses raise like a missing device.
+    ``device_file``: the chip's registers live in that file (shared with other processes)."""
+
+    def __init__(self, address: int = 0x40, osc_hz: float = 25e6, device_file: Optional[str] = None):
         self.address, self.osc_hz = address, osc_hz
-        self.regs = bytearray(256)
-        self.regs[MODE1] = SLEEP | ALLCALL
-        self.regs[MODE2] = 0x04
-        self.regs[PRESCALE] = 0x1E
-        for n in range(16):
-            self.regs[LED0_ON_L + 4 * n + 3] = FULL
-        self._restart_pending = False
+        self.regs = SharedBytes(_DEVICE_SIZE, _power_up_registers(), device_file)
         self.writes: list[Write] = []
         self.ignored_writes: list[Write] = []
-        self.fail = False
+        self.fail_next = 0
         self.closed = False
-        self._lock = threading.Lock()
+        self._lock = self.regs.locked
+
+    @property
+    def fail(self) -> bool:
+        return bool(self.regs[_FAIL])
+
+    @fail.setter
+    def fail(self, value: bool) -> None:
+        self.regs[_FAIL] = 1 if value else 0
+
+    @property
+    def _restart_pending(self) -> bool:
+        return bool(self.regs[_RESTART_PENDING])
+
+    @_restart_pending.setter
+    def _restart_pending(self, value: bool) -> None:
+        self.regs[_RESTART_PENDING] = 1 if value else 0
 
     # -- I2CBus ---------------------------------------------------------------------------
     def _check(self, address: int):
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            raise OSError(121, "Remote I/O error (fake PCA9685 glitching)")
         if self.fail:
             raise OSError(121, "Remote I/O error (fake PCA9685 set to fail)")
         if address != self.address:
@@ -73,7 +161,7 @@ class FakePCA9685Bus(I2CBus):
                                f"(the fake PCA9685 is at 0x{self.address:02x})")
 
     def write_byte_data(self, address, register, value):
-        with self._lock:
+        with self._lock():
             self._check(address)
             if not (0 <= register <= 0xFF and 0 <= value <= 0xFF):
                 raise ValueError(f"register/value out of byte range: {register!r}, {value!r}")
@@ -95,7 +183,7 @@ class FakePCA9685Bus(I2CBus):
                 raise ValueError(f"write to reserved PCA9685 register 0x{register:02x}")
 
     def read_byte_data(self, address, register):
-        with self._lock:
+        with self._lock():
             self._check(address)
             if register == MODE1:
                 return self._mode1_read()
@@ -168,29 +256,46 @@ class FakePCA9685Bus(I2CBus):
                 "channels": {str(n): dict(self.channel(n), duty=self.duty(n)) for n in range(16)}}
 
 
+#: a shared GPIO file: one byte per BCM pin, its level (0, 1) or _UNSET; then the fail switch
+_PINS, _UNSET = 64, 0xFF
+
+
 class FakeGPIO(GPIO):
     """Output pins that remember their level and history; using a pin not set up is an error
-    (as on the real libraries). ``fail = True`` makes writes raise ``OSError``."""
+    (as on the real libraries). ``fail = True`` makes writes raise ``OSError``. ``levels_file``:
+    the levels live in that file (shared with other processes); the history is this process's."""
 
-    def __init__(self):
-        self.levels: dict[int, int] = {}
+    def __init__(self, levels_file: Optional[str] = None):
+        self._pins = SharedBytes(_PINS + 1, bytes([_UNSET] * _PINS + [0]), levels_file)
         self.history: list[tuple[int, int]] = []
-        self.fail = False
         self.closed = False
+
+    @property
+    def fail(self) -> bool:
+        return bool(self._pins[_PINS])
+
+    @fail.setter
+    def fail(self, value: bool) -> None:
+        self._pins[_PINS] = 1 if value else 0
+
+    @property
+    def levels(self) -> dict[int, int]:
+        """{pin: level} of every pin set up as an output."""
+        return {pin: self._pins[pin] for pin in range(_PINS) if self._pins[pin] != _UNSET}
 
     def setup_output(self, pin, initial=0):
         if self.fail:
             raise OSError(5, "Input/output error (fake GPIO set to fail)")
-        self.levels[pin] = 1 if initial else 0
-        self.history.append((pin, self.levels[pin]))
+        self._pins[pin] = 1 if initial else 0
+        self.history.append((pin, self._pins[pin]))
 
     def write(self, pin, level):
         if self.fail:
             raise OSError(5, "Input/output error (fake GPIO set to fail)")
-        if pin not in self.levels:
+        if self._pins[pin] == _UNSET:
             raise RuntimeError(f"GPIO {pin} written before setup_output")
-        self.levels[pin] = 1 if level else 0
-        self.history.append((pin, self.levels[pin]))
+        self._pins[pin] = 1 if level else 0
+        self.history.append((pin, self._pins[pin]))
 
     def close(self):
         self.closed = True
@@ -222,3 +327,21 @@ class FakeCamera(Camera):
 
     def close(self):
         self.closed = True
+
+
+def bridge_mode(driver: str, inputs: list, pwm_duty: float) -> str:
+    """What a motor bridge does with its motor, from its data sheet's truth table: the inputs'
+    levels (IN1, IN2; one level where the board derives IN2 = not IN1, the PiCar-V's) and its
+    PWM/enable input's duty. 'forward' / 'backward' (IN1 high / IN2 high, driving), 'coast'
+    (outputs off: L298N's free running stop, TB6612's stop), 'brake' (outputs shorted: L298N's
+    fast stop, TB6612's short brake)."""
+    in1, in2 = (inputs[0], 1 - inputs[0]) if len(inputs) == 1 else inputs
+    if driver == "l298n":       # Ven = L: free running stop; Ven = H: C = D fast stop, else drive
+        if pwm_duty <= 0:
+            return "coast"
+        return "brake" if in1 == in2 else "forward" if in1 else "backward"
+    if driver == "tb6612":      # L/L stop (off); H/H short brake; PWM L with IN1 != IN2 short brake
+        if in1 == in2:
+            return "coast" if in1 == 0 else "brake"
+        return "brake" if pwm_duty <= 0 else "forward" if in1 else "backward"
+    raise ValueError(f"unknown bridge {driver!r}")

@@ -78,13 +78,17 @@ def _check_profile(p: dict, key: str):
                 raise ConfigError(f"{servo}.{name}", f"{c[name]} {c['unit']} is {us:.0f} us, "
                                   f"outside servo_range_us {lo_us:.0f}..{hi_us:.0f}")
     m = p["motors"]
-    want = 2 if m["driver"] == "l298n" else 1
+    from .actuators import BRIDGES  # noqa: PLC0415 - actuators imports this module
+    want = [n for driver, n in BRIDGES if driver == m["driver"]]
     for motor in ("a", "b"):
         pins = m[motor]["pins"]
-        if len(pins) != want:
+        if len(pins) not in want:
             raise ConfigError(f"motors.{motor}.pins",
-                              f"the {m['driver']} bridge needs {want} direction pin(s) per motor "
-                              f"(BCM numbers), got {pins}")
+                              f"the {m['driver']} bridge needs {' or '.join(map(str, want))} direction "
+                              f"pin(s) per motor (BCM numbers), got {pins}")
+    if len(m["a"]["pins"]) != len(m["b"]["pins"]):
+        raise ConfigError("motors.b.pins", f"both motors need as many direction pins (the same bridge): "
+                                           f"a has {m['a']['pins']}, b {m['b']['pins']}")
     all_pins = m["a"]["pins"] + m["b"]["pins"]
     if len(set(all_pins)) != len(all_pins):
         raise ConfigError("motors", f"a GPIO pin is used twice: {all_pins}")
@@ -111,7 +115,9 @@ SERVO = Map({
 }, check=_check_servo)
 MOTOR = Map({
     "pwm_channel": Int(ge=0, le=15, doc="PCA9685 channel on the bridge's enable/PWM input"),
-    "pins": List(Int(ge=0, le=27), min_len=1, max_len=2, doc="BCM direction pins"),
+    "pins": List(Int(ge=0, le=27), min_len=1, max_len=2,
+                 doc="BCM direction pins: L298N IN1, IN2; TB6612 IN1, IN2, or one pin where the board "
+                     "derives IN2 (PiCar-V)"),
     "reversed": Bool(default=False, doc="swap forward and backward for this motor"),
 })
 

@@ -1,8 +1,9 @@
 # ROS 2's middlewares (issue 25): libnetloop_ros2 = the CDR conversion, ROS 2 names, QoS profiles
 # and the middleware registry, plus one backend per middleware library found at build time
-# (Debian: cyclonedds-dev -> cyclonedds, libfastrtps-dev + libfastcdr-dev -> fastdds; zenoh is
-# added by cmake/zenoh.cmake). A backend registers itself from its own .cpp (src/ros2/registry.h),
-# so the library is SHARED; availableMiddlewares() lists what this build has.
+# (Debian: cyclonedds-dev -> cyclonedds, libfastrtps-dev + libfastcdr-dev -> fastdds, a plug-in;
+# zenoh is added by cmake/zenoh.cmake, rmw_fastrtps_cpp by cmake/ros2_rmw.cmake, a plug-in). A
+# backend registers itself from its own .cpp (src/ros2/registry.h), so the library is SHARED;
+# availableMiddlewares() lists what this build has, plug-ins included.
 find_package(CycloneDDS QUIET)
 find_package(fastcdr QUIET)
 find_package(fastrtps QUIET)
@@ -12,6 +13,7 @@ add_library(netloop_ros2 SHARED
   src/ros2/cdr_encode.cpp
   src/ros2/cdr_decode.cpp
   src/ros2/names.cpp
+  src/ros2/zenoh_tokens.cpp
   src/ros2/qos.cpp
   src/ros2/factory.cpp)
 target_include_directories(netloop_ros2 PUBLIC ${PROJECT_SOURCE_DIR}/include)
@@ -29,8 +31,12 @@ else()
 endif()
 
 if(TARGET fastrtps AND TARGET fastcdr)
-  target_sources(netloop_ros2 PRIVATE src/ros2/fastdds.cpp)
-  target_link_libraries(netloop_ros2 fastrtps fastcdr)
+  # A plug-in loaded only when asked for (src/ros2/factory.cpp): Fast DDS 2.9's C++ symbols are
+  # also those of the rmw_fastrtps_cpp middleware's Fast DDS 2.14 (cmake/ros2_rmw.cmake).
+  add_library(netloop_ros2_mw_fastdds MODULE src/ros2/fastdds.cpp)
+  target_link_libraries(netloop_ros2_mw_fastdds netloop_ros2 fastrtps fastcdr)
+  set_target_properties(netloop_ros2_mw_fastdds PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CATKIN_DEVEL_PREFIX}/lib)
+  install(TARGETS netloop_ros2_mw_fastdds LIBRARY DESTINATION ${CATKIN_PACKAGE_LIB_DESTINATION})
   list(APPEND NETLOOP_ROS2_MIDDLEWARES fastdds)
   target_compile_definitions(netloop_ros2 PUBLIC NETLOOP_ROS2_HAVE_FASTDDS=1)
 else()

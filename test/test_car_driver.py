@@ -3,6 +3,7 @@ pins and duty, watchdog, safe stop on shutdown and on errors, calibration and pr
 from __future__ import annotations
 
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from netloop.car_driver import calibrate_steering as calibrate  # noqa: E402
 from netloop.car_driver.actuators import CalibrationError, Steering  # noqa: E402
 from netloop.car_driver.controller import (CarController, ackermann_wheel_angles,  # noqa: E402
                                            steering_angle)
-from netloop.car_driver.fakes import FakeCamera, FakeGPIO, FakePCA9685Bus  # noqa: E402
+from netloop.car_driver.fakes import FakeCamera, FakeGPIO, FakePCA9685Bus, bridge_mode  # noqa: E402
 from netloop.car_driver.hardware import HardwareError, SMBusI2C, encode_jpeg  # noqa: E402
 from netloop.car_driver.pca9685 import PCA9685, prescale_for  # noqa: E402
 from netloop.car_driver.profiles import available_profiles, load_profile  # noqa: E402
@@ -292,7 +293,8 @@ def test_i2c_error_in_command_path_drops_direction_pins(svc):
     with pytest.raises(OSError):
         car.command(0.35, 0.1)
     assert set(gpio.levels.values()) == {0}, "pins low stop the L298N even if I2C is gone"
-    assert not car.running
+    # the PWM could not be written: not recorded as stopped, and the watchdog tries again
+    assert car.running and "STOP FAILED" in car.stop_reason and "after 3 attempts" in car.stop_reason
 
 
 def test_non_finite_command_stops_motors(svc):
@@ -309,6 +311,128 @@ def test_on_change_errors_do_not_break_control(svc):
     car, bus, _, _ = make(svc, on_change=boom)
     car.command(0.3, 0.0)
     assert bus.duty(4) == 0.5
+
+
+# ------------------------------------------------------------------------------------------
+# Stopping: each bridge's truth table, retried writes, the fail-safe stop, the board's lock
+# ------------------------------------------------------------------------------------------
+def _profile_with(base: str, tmp_path, **motors) -> dict:
+    data = yaml.safe_load((REPO / "config" / "cars" / f"{base}.yaml").read_text())
+    data["motors"].update(motors)
+    path = tmp_path / "variant.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_profile(str(path))
+
+
+def _modes(car, bus, gpio) -> list[str]:
+    """What each motor's bridge does now, read from the fakes through the bridge's truth table."""
+    motors = car.profile["motors"]
+    return [bridge_mode(motors["driver"], [gpio.levels[p] for p in m["pins"]], bus.duty(m["pwm_channel"]))
+            for m in (motors["a"], motors["b"])]
+
+
+def test_an_l298n_stop_is_its_free_running_stop(svc):
+    car, bus, gpio, _ = make(svc)
+    car.command(0.3, 0.0)
+    assert _modes(car, bus, gpio) == ["forward", "forward"]
+    car.stop()
+    assert _modes(car, bus, gpio) == ["coast", "coast"] and set(gpio.levels.values()) == {0}
+
+
+def test_a_tb6612_stop_leaves_both_direction_pins_in_the_coast_state(tmp_path):
+    """TB6612 with IN1 and IN2 wired: the stop is IN1 = IN2 = L, the data sheet's 'stop'
+    (outputs off, the motor coasts), not a reverse direction; PWM low as well."""
+    profile = _profile_with("picar_v", tmp_path, a={"pwm_channel": 4, "pins": [17, 18], "reversed": False},
+                            b={"pwm_channel": 5, "pins": [27, 22], "reversed": False})
+    car, bus, gpio, _ = make(profile)
+    assert _modes(car, bus, gpio) == ["coast", "coast"]           # set up stopped
+    car.command(-0.3, 0.0)
+    assert gpio.levels == {17: 0, 18: 1, 27: 0, 22: 1} and _modes(car, bus, gpio) == ["backward", "backward"]
+    car.stop()
+    assert gpio.levels == {17: 0, 18: 0, 27: 0, 22: 0}, "both direction pins low: the TB6612's stop"
+    assert bus.duty(4) == bus.duty(5) == 0 and _modes(car, bus, gpio) == ["coast", "coast"]
+    assert car.motors.stop_mode.startswith("coast")
+
+
+def test_a_one_pin_tb6612_stop_brakes_and_never_flips_the_direction(picar):
+    """The PiCar-V's board derives IN2 from the one direction pin: coasting is impossible, the
+    stop is PWM low (short brake) and the direction pin stays where it was; a stop whose PWM
+    write fails leaves the motor going the same way (not reversed at speed)."""
+    car, bus, gpio, _ = make(picar)
+    car.command(0.3, 0.0)
+    assert gpio.levels == {17: 1, 27: 1}
+    car.stop()
+    assert gpio.levels == {17: 1, 27: 1} and bus.duty(4) == bus.duty(5) == 0
+    assert _modes(car, bus, gpio) == ["brake", "brake"] and car.motors.stop_mode.startswith("short brake")
+    car.command(0.3, 0.0)
+    bus.fail = True
+    errors = car.stop()
+    assert errors and gpio.levels == {17: 1, 27: 1}                # not flipped to reverse
+    assert car.running and "STOP FAILED" in car.stop_reason
+
+
+def test_a_glitching_i2c_write_in_the_stop_is_retried(svc):
+    car, bus, gpio, _ = make(svc)
+    car.command(0.3, 0.0)
+    bus.fail_next = 2                       # the next two accesses fail, the third succeeds
+    assert car.stop("test") == []
+    assert not car.running and car.stop_reason == "test" and bus.duty(4) == bus.duty(5) == 0
+
+
+def test_a_failing_i2c_write_is_retried_then_reported_never_recorded_as_stopped(svc):
+    car, bus, gpio, clock = make(svc)
+    car.command(0.3, 0.0)
+    bus.fail = True
+    n = len(bus.writes)
+    errors = car.stop("test")
+    assert [str(e).split(":")[0] for e in errors] == ["PWM channel 4 off", "PWM channel 5 off"]
+    assert all("after 3 attempts" in str(e) for e in errors)
+    assert len(bus.writes) == n                                    # nothing reached the chip
+    assert car.running and "STOP FAILED" in car.stop_reason and car.status()["running"]
+    clock.t += 1.0
+    bus.fail = False                        # the chip answers again: the watchdog's next try stops it
+    assert car.check_watchdog() and not car.running and bus.duty(4) == 0
+    car.command(0.3, 0.0)
+    bus.fail = True
+    errors = car.shutdown("test")
+    assert any("every PWM output off" in str(e) for e in errors), errors
+
+
+def test_the_failsafe_stop_turns_every_output_off_retrying_and_reports_a_dead_chip(svc, tmp_path):
+    from netloop.car_driver.board import fake_device_file, fake_levels_file
+    from netloop.car_driver.failsafe import stop_board
+    car = CarController(svc, FakePCA9685Bus(device_file=fake_device_file(str(tmp_path))),
+                        FakeGPIO(levels_file=fake_levels_file(str(tmp_path))), sleep=lambda s: None)
+    car.start()
+    car.command(0.3, 0.2)
+    car.set_pan_tilt(0.2, 0.1)
+    # another process's view of the same board (what the fail-safe stop opens after the driver died)
+    bus, gpio = FakePCA9685Bus(device_file=fake_device_file(str(tmp_path))), FakeGPIO(fake_levels_file(str(tmp_path)))
+    assert bus.duty(4) == 0.5 and gpio.levels == {17: 1, 18: 0, 27: 1, 22: 0}
+    bus.fail_next = 3
+    assert stop_board(bus, FakeGPIO(fake_levels_file(str(tmp_path))), svc, sleep=lambda s: None) == []
+    assert all(car.bus.duty(n) == 0 for n in range(16)) and set(car.gpio.levels.values()) == {0}
+    bus.fail = True                         # disconnected (for every process: the flag is the chip's)
+    assert car.bus.fail
+    errors = stop_board(bus, gpio, svc, attempts=4, sleep=lambda s: None)
+    assert errors[0].startswith("every PWM output off:") and "after 4 attempts" in errors[0], errors
+    assert [e.split(":")[0] for e in errors] == ["every PWM output off", "PWM channel 4 off", "PWM channel 5 off"]
+
+
+def test_a_second_driver_of_the_board_is_refused_naming_the_first(svc, tmp_path):
+    from netloop.car_driver.board import BoardLock, describe, is_free, lock_path
+    path = lock_path(svc["pwm"], str(tmp_path))
+    assert is_free(path) == (True, "")
+    first = BoardLock(path, describe(svc["pwm"], str(tmp_path))).acquire()
+    free, holder = is_free(path)
+    assert not free and holder.startswith(f"pid {os.getpid()}: ")
+    with pytest.raises(HardwareError) as err:
+        BoardLock(path, describe(svc["pwm"], str(tmp_path))).acquire()
+    assert f"is in use by another process (pid {os.getpid()}: " in str(err.value)
+    assert "PCA9685 at 0x40 on the fake board" in str(err.value)
+    first.release()
+    assert is_free(path)[0]
+    assert lock_path(svc["pwm"]).endswith("netloop-car-i2c1-0x40.lock")
 
 
 # ------------------------------------------------------------------------------------------
@@ -410,9 +534,9 @@ def test_real_i2c_without_smbus2_says_how_to_install():
         SMBusI2C(1)
 
 
-def test_node_hardware_choice_is_validated(svc):
+def test_node_hardware_choice_is_validated(svc, tmp_path):
     from netloop.car_driver.car_node import Hardware
-    hw = Hardware("fake", svc)
+    hw = Hardware("fake", svc, fake_dir=str(tmp_path))
     assert isinstance(hw.bus, FakePCA9685Bus) and isinstance(hw.gpio, FakeGPIO)
     with pytest.raises(ConfigError, match="allowed: real, fake"):
         Hardware("simulated", svc)

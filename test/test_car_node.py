@@ -195,6 +195,74 @@ def test_node_drives_fake_car_and_stops(ros, tmp_path):
     ros.stop(pub)
 
 
+def _fake_board(board: Path):
+    """This test's view of the node's fake board (its register and pin files)."""
+    sys.path.insert(0, str(REPO / "src"))
+    from netloop.car_driver.board import fake_device_file, fake_levels_file
+    from netloop.car_driver.fakes import FakeGPIO, FakePCA9685Bus
+    board.mkdir(parents=True, exist_ok=True)
+    return FakePCA9685Bus(device_file=fake_device_file(str(board))), FakeGPIO(fake_levels_file(str(board)))
+
+
+def _poll(cond, timeout: float, every: float = 0.005):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every)
+    return True
+
+
+def _start_driving(ros, tmp_path, board: Path, record: Path):
+    node = ros.start("car_node", [sys.executable, str(NODE), "__name:=car_driver", "_hardware:=fake",
+                                  f"_fake_device_dir:={board}", f"_failsafe_record:={record}", "_camera:=false"])
+    chip, pins = _fake_board(board)
+    pub = twist_publisher(ros, "pub", 0.3, 0.0)
+    assert _poll(lambda: chip.duty(4) == chip.duty(5) == 0.5, 30), ros.log("car_node")
+    return node, pub, chip, pins
+
+
+def test_a_killed_driver_leaves_every_motor_channel_off_within_half_a_second(ros, tmp_path):
+    """SIGKILL: no shutdown hook runs in the node; its fail-safe stop (a process of its own that
+    sees the driver's pipe close) turns every PWM output off and the L298N's pins low. A second
+    driver of the same board is refused meanwhile, naming the first."""
+    board, record = tmp_path / "board", tmp_path / "failsafe.json"
+    node, pub, chip, pins = _start_driving(ros, tmp_path, board, record)
+    assert pins.levels == {17: 1, 18: 0, 27: 1, 22: 0}
+    second = ros.start("car_node2", [sys.executable, str(NODE), "__name:=car_driver2", "_hardware:=fake",
+                                     f"_fake_device_dir:={board}", "_camera:=false"])
+    assert second.wait(30) == 2
+    assert f"is in use by another process (pid {node.pid}: " in ros.log("car_node2"), ros.log("car_node2")
+    assert chip.duty(4) == 0.5                                   # the refused driver touched nothing
+    os.kill(node.pid, signal.SIGKILL)
+    killed = time.monotonic()
+    assert _poll(lambda: chip.duty(4) == chip.duty(5) == 0, 0.5), \
+        f"motor channels still {chip.duty(4)}, {chip.duty(5)} 0.5 s after SIGKILL"
+    assert time.monotonic() - killed < 0.5
+    assert _poll(lambda: all(chip.duty(n) == 0 for n in range(16)), 0.5)      # every PWM output
+    assert _poll(lambda: set(pins.levels.values()) == {0}, 0.5), pins.levels  # L298N: IN1 = IN2 = L
+    assert _poll(record.exists, 2)
+    rec = json.loads(record.read_text())
+    assert rec["stopped"] and rec["errors"] == [] and rec["driver_pid"] == node.pid, rec
+    assert rec["done"] - rec["seen"] < 0.5 and "the driver ended" in rec["why"]
+    ros.stop(pub)
+
+
+def test_a_failsafe_stop_that_cannot_write_says_so(ros, tmp_path):
+    """The chip stops answering (every process sees the fake's fail switch), then the driver is
+    killed: the fail-safe stop retries each write, then reports the failure, not a stop."""
+    board, record = tmp_path / "board", tmp_path / "failsafe.json"
+    node, pub, chip, _ = _start_driving(ros, tmp_path, board, record)
+    chip.fail = True
+    os.kill(node.pid, signal.SIGKILL)
+    assert _poll(record.exists, 5), ros.log("car_node")
+    rec = json.loads(record.read_text())
+    assert not rec["stopped"], rec
+    assert rec["errors"][0].startswith("every PWM output off: ") and "after 15 attempts" in rec["errors"][0]
+    assert "car failsafe: the driver ended (its pipe closed); STOP FAILED" in ros.log("car_node")
+    ros.stop(pub)
+
+
 def test_node_refuses_unknown_car(ros):
     node = ros.start("car_node", [sys.executable, str(NODE), "_hardware:=fake", "_car:=smart_car"])
     assert node.wait(30) == 2

@@ -14,11 +14,11 @@ def test_size_study_cells_carry_both_qos_to_the_middlewares():
         run = for_cell(exp, cell).experiment
         qos = run.flows[0].qos
         seen.add((cell.transport, run.flows[0].size_bytes, qos["reliability"], qos["durability"]))
-    for t in ("cyclonedds", "fastdds", "zenoh"):
+    for t in ("cyclonedds", "fastdds", "zenoh", "rmw_fastrtps_cpp"):
         for size in (256, 4194304):
             assert (t, size, "reliable", "transient_local") in seen
             assert (t, size, "best_effort", "volatile") in seen
-    assert len(seen) == 120
+    assert len(seen) == 150
 
 
 def test_late_join_and_subscriber_files():

@@ -229,9 +229,9 @@ def test_select_matches_swept_settings_by_their_last_word(tmp_path):
     ("maruyama", "subscribers", [MB], ["tcp_nodelay", "cyclonedds", "fastdds"]),
     ("maruyama", "initial_loss", [256, MB], ["tcp_nodelay", "cyclonedds", "fastdds"]),
     ("maruyama", "bridge", [256, 64 * KB, MB], ["tcp_nodelay", "cyclonedds"]),
-    ("sanap", "intra", [51200], ["tcp_nodelay", "fastdds", "cyclonedds"]),
+    ("sanap", "intra", [51200], ["tcp_nodelay", "fastdds", "cyclonedds", "rmw_fastrtps_cpp"]),
     ("sanap", "inter_ros1", [51200], ["tcp_nodelay"]),
-    ("sanap", "inter_ros2", [51200], ["fastdds", "cyclonedds"]),
+    ("sanap", "inter_ros2", [51200], ["fastdds", "cyclonedds", "rmw_fastrtps_cpp"]),
 ])
 def test_quick_variants_keep_the_shapes(study, part, sizes, transports):
     s = load(study)

@@ -159,6 +159,20 @@ def stale_processes(hosts: "RealHosts", host: str) -> list[tuple[int, str | None
     return netloop_processes(r.stdout, hosts.run_root(host))
 
 
+def wait_run_ended(hosts: "RealHosts", host: str, remote_dir: str, seconds: float = STALE_WAIT_S) -> list:
+    """Wait up to ``seconds`` for the netloop processes of the run whose folder on ``host`` is
+    ``remote_dir`` to end (a run whose operator died: its wrappers are stopping its nodes);
+    what is still running then."""
+    root, label = remote_dir.rstrip("/").rsplit("/", 1)
+    deadline = time.monotonic() + seconds
+    while True:
+        r = hosts._ssh_run(host, _PROCESS_LIST)
+        running = [p for p in netloop_processes(r.stdout, root) if p[1] == label]
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.5)
+
+
 def wait_stale_gone(hosts: "RealHosts", host: str, stale: list, seconds: float) -> list[tuple[int, str | None, str]]:
     """``stale`` (processes of ``host`` from an earlier run) looked up again every 0.5 s until
     none is left or ``seconds`` have passed; what is still running then."""

@@ -12,8 +12,9 @@ the difference:
 
 * ``up()`` checks every machine before anything starts (reachable over SSH, the package
   there and built, ROS there, the same git revision, a writable run directory) and refuses
-  with one line per problem; then it measures every clock against this machine's
-  (:mod:`netloop.clocksync`).
+  with one line per problem; then it names each machine's record folder in ``records_home``
+  (the run writes metadata.json at once, so records are found even if this process is
+  killed) and measures every clock against this machine's (:mod:`netloop.clocksync`).
 * ``command()`` turns a node's command into ``ssh <machine> <root>/bin/netloop-remote-exec
   --env ... -- argv`` (OpenSSH, as roslaunch's ``<machine>`` tag does; the remote end stops
   the node when the connection ends, :mod:`netloop.remote_exec`). Paths in a command or a
@@ -49,7 +50,7 @@ import shlex
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import clocksync, machine_check, machine_readiness, paths, records_home
 from .hosts import Hosts, read_here
@@ -115,6 +116,9 @@ class RealHosts(Hosts):
         #: keep the SSH connections open after a check (from up() to down(); check() alone
         #: closes what it opened)
         self.keep_connections = False
+        #: called once every machine's record folder is named in ``records_home``, before
+        #: anything starts on a machine (the run writes its metadata.json then)
+        self.on_records_named: Callable[[], None] | None = None
 
     # --- the Hosts interface -------------------------------------------------------------
     @property
@@ -246,6 +250,7 @@ class RealHosts(Hosts):
         self.keep_connections = True
         try:
             self.check(wait_stale=STALE_WAIT_S)
+            self._name_record_folders()
             for host in self.hosts:
                 if self.is_remote(host):
                     self._ssh(host, f"mkdir -p {shlex.quote(self.remote_run_dir(host))}/records "
@@ -260,6 +265,17 @@ class RealHosts(Hosts):
             self.down()   # what up() made on the machines is removed; __exit__ will not run
             raise
         return self
+
+    def _name_record_folders(self) -> None:
+        """Every remote machine's record folder named in ``records_home`` (not fetched yet), and
+        ``on_records_named`` told, before anything starts there: whatever happens to this
+        process from now on, ``netloop fetch`` knows where the run's records are."""
+        for host in self.hosts:
+            if self.is_remote(host):
+                self.records_home[host] = {"fetched": False, "remote_dir": self.remote_run_dir(host),
+                                           "from": f"{destination(self.machine(host))}:{self.remote_run_dir(host)}"}
+        if self.on_records_named is not None:
+            self.on_records_named()
 
     def down(self) -> None:
         if not self._is_up:

@@ -1,7 +1,10 @@
 """Records home: what a run on real machines wrote there (records, ROS logs, why each remote
 process ended) copied into the run directory through ``tar`` over ssh, then removed there;
 a machine whose records could not be fetched, or whose nodes were stopped by their watchdog,
-is named in ``fetch_problems`` (the run's error). ``netloop fetch RUN_DIR`` tries again."""
+is named in ``fetch_problems`` (the run's error). Each machine's folder is in metadata.json
+before the run starts anything there, so ``netloop fetch RUN_DIR`` (or a campaign: each of its
+runs) finds what a failed fetch or a killed operator left, and ``netloop run --resume``
+fetches it first by itself."""
 from __future__ import annotations
 
 import json
@@ -13,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .hosts_file import load_machines
-from .run_files import RunFileError, load_metadata, save_metadata
+from .loops.simulators import FAILSAFE_RECORD
+from .machine_readiness import wait_run_ended
+from .run_files import RunFileError, RunRecord, has_metadata, load_metadata, save_metadata
 from .schema import ConfigError
 from .ssh import RealHostsError, destination, ssh_argv
 
@@ -73,13 +78,17 @@ def fetch(hosts: "RealHosts", host: str, remote: str | None = None) -> bool:
 
 def _watchdog_stops(hosts: "RealHosts", host: str, directory: Path) -> list[dict]:
     """The processes of ``host`` whose wrapper stopped them for a silent heartbeat (from
-    their records in ``directory``), each also named in ``fetch_problems``."""
+    their records in ``directory``), each also named in ``fetch_problems``; so is a fail-safe
+    stop of the car that failed (its record there)."""
     out = []
     for path in sorted(directory.glob("*.json")):
         try:
             rec = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        if path.name == FAILSAFE_RECORD and rec.get("stopped") is False:   # the car's fail-safe stop failed
+            hosts.fetch_problems.append(f"{host}: the car's fail-safe stop could not stop the motors: "
+                                        f"{'; '.join(rec.get('errors') or [])} ({path.relative_to(hosts.run_dir)})")
         if rec.get("kind") != "heartbeat":
             continue
         command = os.path.basename(str((rec.get("command") or ["?"])[0]))
@@ -90,20 +99,42 @@ def _watchdog_stops(hosts: "RealHosts", host: str, directory: Path) -> list[dict
     return out
 
 
+def _campaign_name(run_dir: Path) -> str:
+    """The campaign folder's name of a run directory (in runs/, or set aside in aborted/ or invalid/)."""
+    return run_dir.parent.parent.name
+
+
+def left_on_machines(run_dir: Path, meta: RunRecord) -> dict[str, str]:
+    """host -> its record folder there, for every machine whose records of this run are not
+    home: named in ``link.records_home`` before the run started anything there; for a run
+    recorded by an older netloop (no entry), the folder is derived from the machine's
+    ``run_root`` and the run's name, as the run made it."""
+    link = meta.link
+    if link.get("type") != "real":
+        return {}
+    home = link.get("records_home") or {}
+    left = {h: e["remote_dir"] for h, e in home.items() if not e.get("fetched") and e.get("remote_dir")}
+    for host, info in (link.get("hosts") or {}).items():
+        if host not in home and not info.get("local") and info.get("run_root") and meta.run_id:
+            left[host] = f"{info['run_root'].rstrip('/')}/{_campaign_name(run_dir)}-{meta.run_id}"
+    return left
+
+
 def fetch_again(run_dir: Path, spec: str | None = None, log=print) -> int:
-    """Fetch again the records a run left on its machines (``link.records_home`` of its
-    metadata.json says which, and where), with the hosts file ``spec`` (default: the one the
-    run used). metadata.json is updated; a run that failed only because its records did not
-    come home is then complete. Returns 0 when everything is home, else 1."""
+    """Fetch the records a run left on its machines (:func:`left_on_machines`: a fetch that
+    failed, or a run whose operator was killed before it fetched them), with the hosts file
+    ``spec`` (default: the one the run used). metadata.json is updated; a run that failed only
+    because its records did not come home is then complete. Returns 0 when everything is home,
+    else 1."""
     run_dir = Path(run_dir)
     try:
         meta = load_metadata(run_dir)
     except (OSError, RunFileError) as err:
         raise FileNotFoundError(f"{run_dir}: not a run directory ({err})") from None
     link = meta.link
-    missing = {h: e for h, e in (link.get("records_home") or {}).items() if not e.get("fetched")}
     if link.get("type") != "real":
         raise ConfigError("run", f"{run_dir} did not run on real machines: nothing to fetch")
+    missing = left_on_machines(run_dir, meta)
     if not missing:
         log(f"{run_dir}: every machine's records are home already")
         return 0
@@ -113,11 +144,14 @@ def fetch_again(run_dir: Path, spec: str | None = None, log=print) -> int:
     from .machines import RealHosts  # noqa: PLC0415 - RealHosts fetches with this module
     hosts = RealHosts(load_machines(spec), run_dir, log)
     hosts.keep_connections = True
+    link.setdefault("records_home", {})
     try:
-        for host, entry in missing.items():
-            if fetch(hosts, host, entry["remote_dir"]):
-                log(f"{host}: {hosts.records_home[host]['files']} record files fetched from {entry['remote_dir']}")
-                old = entry.get("error")
+        for host, remote in missing.items():
+            old = (link["records_home"].get(host) or {}).get("error")
+            if meta.status == "running":   # its operator died: the machine's wrappers may still be stopping
+                wait_run_ended(hosts, host, remote)
+            if fetch(hosts, host, remote):
+                log(f"{host}: {hosts.records_home[host]['files']} record files fetched from {remote}")
                 if old and meta.error:
                     meta.error = "; ".join(p for p in meta.error.split("; ") if p != old) or None
             else:
@@ -125,7 +159,7 @@ def fetch_again(run_dir: Path, spec: str | None = None, log=print) -> int:
             link["records_home"][host] = hosts.records_home[host]
     finally:
         hosts.close_connections()
-    stops = [p for p in hosts.fetch_problems if "netloop-remote-exec stopped" in p]
+    stops = [p for p in hosts.fetch_problems if "netloop-remote-exec stopped" in p or "fail-safe stop" in p]
     if stops:
         meta.error = "; ".join(([meta.error] if meta.error else []) + stops)
     if meta.status == "failed" and not meta.error:
@@ -133,14 +167,39 @@ def fetch_again(run_dir: Path, spec: str | None = None, log=print) -> int:
     save_metadata(run_dir, meta)
     still = [h for h, e in link["records_home"].items() if not e.get("fetched")]
     if not still:
-        log(f"{run_dir}: every machine's records are home (status {meta.status}); "
+        unfinished = (" (it never finished: netloop run --resume on its campaign runs it again, keeping this "
+                      "attempt in aborted/)") if meta.status == "running" else ""
+        log(f"{run_dir}: every machine's records are home (status {meta.status}){unfinished}; "
             f"write the report again: netloop report {shlex.quote(str(run_dir.parent.parent))}")
     return 1 if still else 0
 
 
+def runs_of(campaign: Path) -> list[Path]:
+    """Every run directory of a campaign: its runs, and the attempts set aside."""
+    return sorted(d for folder in ("runs", "aborted", "invalid") for d in (campaign / folder).glob("*")
+                  if has_metadata(d))
+
+
+def fetch_left_behind(campaign: Path, spec: str | None = None, log=print) -> int:
+    """:func:`fetch_again` for every run of ``campaign`` whose records are still on a machine
+    (``netloop fetch CAMPAIGN``; ``netloop run --resume`` calls it first). 0 when all are home."""
+    status = 0
+    for run_dir in runs_of(Path(campaign)):
+        try:
+            meta = load_metadata(run_dir)
+        except (OSError, RunFileError):
+            continue
+        if left_on_machines(run_dir, meta):
+            status |= fetch_again(run_dir, spec, log)
+    return status
+
+
 def _cmd_fetch(args) -> int:
+    path = Path(args.run_dir)
     try:
-        return fetch_again(Path(args.run_dir), args.machines)
+        if not has_metadata(path) and (path / "runs").is_dir():   # a campaign
+            return fetch_left_behind(path, args.machines)
+        return fetch_again(path, args.machines)
     except RealHostsError as err:
         import sys  # noqa: PLC0415
         print(f"netloop fetch: {err}", file=sys.stderr)
@@ -149,11 +208,14 @@ def _cmd_fetch(args) -> int:
 
 def register(sub) -> None:
     """``netloop fetch RUN_DIR [--machines HOSTS]``."""
-    p = sub.add_parser("fetch", help="fetch again the records a real-machine run left on its machines",
-                       description="Copy home the records and logs that a run on real machines could not fetch "
-                                   "(its metadata.json names the machine and the directory there), remove them "
-                                   "there, and update metadata.json. Then write the report again (netloop report).")
-    p.add_argument("run_dir", help="the run directory (results/<campaign>/runs/<run>)")
+    p = sub.add_parser("fetch", help="fetch the records a real-machine run left on its machines",
+                       description="Copy home the records and logs that a run on real machines left there (its "
+                                   "fetch failed, or netloop run was killed before it fetched them: metadata.json "
+                                   "names each machine's folder before the run starts anything there), remove "
+                                   "them there, and update metadata.json. Given a campaign, every run of it. Then "
+                                   "write the report again (netloop report).")
+    p.add_argument("run_dir", help="the run directory (results/<campaign>/runs/<run>), or a campaign "
+                                   "(results/<campaign>): each of its runs")
     p.add_argument("--machines", metavar="HOSTS", default=None,
                    help="the hosts file to reach the machines with (default: the one the run used)")
     p.set_defaults(func=_cmd_fetch)

@@ -6,7 +6,9 @@ robot runs is C++ (the loop's nodes, the flows, the relays) and the Python decla
 * the remote wrapper every node is started through (``bin/netloop-remote-exec`` ->
   :mod:`netloop.remote_exec`) and the clock server (``python3 -m netloop.clocksync serve``);
 * the car driver (``launch/car.launch`` -> :mod:`netloop.car_driver.car_node`, with its
-  profiles in ``config/cars/``) and its calibration tool;
+  profiles in ``config/cars/``), its fail-safe stop (:mod:`netloop.car_driver.failsafe`), the
+  board's probe the pre-run checks ask (:mod:`netloop.car_driver.board`) and its calibration
+  tool;
 * the ``multimaster`` transport's own master sync (``python -m netloop.transports.mm_sync``,
   where multimaster_fkie is not installed) and the Zenoh router of the ``zenoh`` transport in
   router mode (:mod:`netloop.ros2.zenoh_router`, needs ``eclipse-zenoh``);
@@ -57,9 +59,11 @@ ROBOT_MODULES = (
     "netloop.ros2.zenoh_router",
     "netloop.car_driver",
     "netloop.car_driver.actuators",
+    "netloop.car_driver.board",
     "netloop.car_driver.calibrate_steering",
     "netloop.car_driver.car_node",
     "netloop.car_driver.controller",
+    "netloop.car_driver.failsafe",
     "netloop.car_driver.fakes",
     "netloop.car_driver.hardware",
     "netloop.car_driver.odometry",

@@ -98,6 +98,8 @@ class Run:
         self.stack.callback(self._record_transport)
         if self.exp.machines:      # after down(): the clocks after the run, the records home
             self.stack.callback(lambda: self.meta.update(link=hosts.metadata()))
+            # each machine's record folder in metadata.json before anything starts there
+            hosts.on_records_named = lambda: self.meta.update(link=hosts.metadata())
         self.stack.enter_context(hosts)
         self.meta.update(link=hosts.metadata())
         limits = self.stack.enter_context(CpuLimits(self.exp.hosts, self.run_dir.name))

@@ -15,6 +15,7 @@ TF) out.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from .. import paths
@@ -39,7 +40,8 @@ class Simulator:
         from ..sim.config import load_sim_config  # noqa: PLC0415
         load_sim_config(dict(params, world=world))
 
-    def start(self, hosts, host: str, world: str, params: dict[str, Any]) -> Any:
+    def start(self, hosts, host: str, world: str, params: dict[str, Any], run_dir: Path | None = None) -> Any:
+        """Start it on ``host`` (what it writes of its own goes under ``run_dir``)."""
         raise NotImplementedError
 
 
@@ -47,7 +49,7 @@ class EmbeddedSimulator(Simulator):
     name = "embedded"
     odom_node = cmd_vel_node = "/sim"
 
-    def start(self, hosts, host, world, params):
+    def start(self, hosts, host, world, params, run_dir=None):
         return hosts.start("sim", host, [str(paths.node_binary("sim_node.py")), "__name:=sim"],
                            dict(params, world=world))
 
@@ -67,10 +69,14 @@ class GazeboSimulator(Simulator):
     #: simulator parameters that sim.launch takes as arguments for Gazebo
     LAUNCH_ARGS = ("camera_rate", "width", "height", "x", "y", "yaw", "watchdog_timeout", "use_sim_time")
 
-    def start(self, hosts, host, world, params):
+    def start(self, hosts, host, world, params, run_dir=None):
         args = [f"{k}:={v}" for k, v in params.items() if k in self.LAUNCH_ARGS]
         return hosts.start("sim_launch", host, ["roslaunch", "--wait", "netloop", "sim.launch",
                                                 "simulator:=gazebo", f"world:={world}", *args])
+
+
+#: the fail-safe stop's record of a run (car_driver/failsafe.py), in the run's logs/remote_exec/
+FAILSAFE_RECORD = "car_failsafe.json"
 
 
 class RealCar(Simulator):
@@ -88,6 +94,10 @@ class RealCar(Simulator):
         "camera_rate": Num(10.0, gt=0, le=120), "jpeg_quality": Int(75, ge=1, le=100),
         "odom_rate": Num(50.0, "dead-reckoned odometry [Hz]", gt=0, le=1000),
         "fake_state_file": Str("", nonempty=False),
+        "fake_device_dir": Str("", "fake hardware: the fake board's folder (its registers and pins, shared with "
+                                   "the fail-safe stop); default a private one", nonempty=False),
+        "failsafe_record": Str("", "where the fail-safe stop writes what it did (default: the run's "
+                                   f"logs/remote_exec/{FAILSAFE_RECORD})", nonempty=False),
     }, {})
 
     def check_params(self, params, world):
@@ -98,9 +108,12 @@ class RealCar(Simulator):
         except (ConfigError, FileNotFoundError) as err:
             raise ConfigError("car", str(err)) from None
 
-    def start(self, hosts, host, world, params):
+    def start(self, hosts, host, world, params, run_dir=None):
+        params = dict(params)
+        if run_dir is not None and not params.get("failsafe_record"):   # comes home with the wrappers' records
+            params["failsafe_record"] = str(Path(run_dir) / "logs" / "remote_exec" / FAILSAFE_RECORD)
         return hosts.start("car_driver", host, [str(paths.node_binary("car_node.py")), "__name:=car_driver"],
-                           dict(params))
+                           params)
 
 
 _SIMULATORS: Registry[Simulator] = Registry("simulator", {s.name: s for s in (EmbeddedSimulator, GazeboSimulator,

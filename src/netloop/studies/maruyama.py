@@ -20,8 +20,9 @@ from .core import Comparison, Part, ShapeCheck, Study, StudyResult, Tolerance
 from .flow_points import med, ratio, read_points, select, size_label, sizes
 
 ROS1 = "tcp_nodelay"
-ROS2 = ("cyclonedds", "fastdds", "zenoh")
-NAMES = {ROS1: "ROS 1", "cyclonedds": "Cyclone DDS", "fastdds": "Fast DDS", "zenoh": "Zenoh"}
+ROS2 = ("cyclonedds", "fastdds", "zenoh", "rmw_fastrtps_cpp")
+NAMES = {ROS1: "ROS 1", "cyclonedds": "Cyclone DDS", "fastdds": "Fast DDS", "zenoh": "Zenoh",
+         "rmw_fastrtps_cpp": "real ROS 2 (rmw_fastrtps_cpp)"}
 KB, MB = 1 << 10, 1 << 20
 LINK_MBIT = 100.0                   # the paper's 100 Mbit/s full-duplex Ethernet (12.5 MB/s)
 DEADLINE_MS = 100.0                 # Table 3's DEADLINE (one period at 10 Hz)

@@ -32,6 +32,9 @@ _TRANSPORTS: Registry[Transport] = Registry("transport", {
                                                 "per host)", "fastdds"),
     "zenoh": lambda: Ros2Transport("zenoh", "ROS 2 over Eclipse Zenoh 1.x as rmw_zenoh uses it (native nodes, or "
                                             "a bridge per host)", "zenoh"),
+    "rmw_fastrtps_cpp": lambda: Ros2Transport("rmw_fastrtps_cpp", "real ROS 2: the nodes are rcl nodes of ROS 2 "
+                                                                  "Jazzy with rmw_fastrtps_cpp (Fast DDS 2.14)",
+                                              "rmw_fastrtps_cpp"),
 })
 
 

@@ -1,6 +1,9 @@
-"""``cyclonedds``, ``fastdds``, ``zenoh``: ROS 2's middlewares as transports.
+"""``cyclonedds``, ``fastdds``, ``zenoh``, ``rmw_fastrtps_cpp``: ROS 2's middlewares as transports.
 
-One class, three words. Two deployments, as ROS users have them
+One class, four words. The first three are netloop's nodes speaking the middleware library
+directly; ``rmw_fastrtps_cpp`` is real ROS 2: the same nodes with their crossing topics on rcl
+nodes of ROS 2 Jazzy (the ``libnetloop_ros2_mw_rmw_fastrtps_cpp`` plug-in, rmw_fastrtps_cpp with
+its defaults; :mod:`netloop.ros2.distro`), native only. Two deployments, as ROS users have them
 (``transport_options.<word>.deployment``):
 
   ``native`` (default)  the loop's plant and controller and the flow endpoints speak the
@@ -18,8 +21,9 @@ One class, three words. Two deployments, as ROS users have them
 Options (``transport_options: {cyclonedds: {...}}``): ``deployment``, ``qos`` (ROS 2's profile
 by name), ``reliability``, ``durability``, ``depth`` (overrides), ``discovery`` (``multicast``:
 SPDP multicast / Zenoh scouting over the link, as ROS 2 does out of the box; ``peers``: the
-hosts' addresses), ``domain_id`` (ROS_DOMAIN_ID), Zenoh only ``mode`` (``peer``, or ``router``:
-a router on the operator, rmw_zenoh's scheme). ``loop.qos`` and ``flows[].qos`` override the QoS
+hosts' addresses), ``domain_id`` (ROS_DOMAIN_ID), DDS only ``message_size`` (``rmw``: the
+library's own RTPS message size, as the rmw leaves it; ``mtu``: one IP packet each), Zenoh only
+``mode`` (``peer``, or ``router``: a router on the operator, rmw_zenoh's scheme). ``loop.qos`` and ``flows[].qos`` override the QoS
 per loop and per flow. The middleware's own configuration is generated per host in the run
 directory (:mod:`netloop.ros2.config`).
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +40,7 @@ from typing import Any, Callable
 from .. import paths
 from ..jsonio import write_json_atomic
 from ..ros2 import config as ros2config
+from ..ros2 import distro
 from ..ros2.qos import Qos, resolve
 from ..schema import validate
 from . import ros2_run
@@ -42,12 +48,13 @@ from .base import Connection, CrossingTopic, Transport, TransportContext
 from .relay_common import TransportError, _shorten, message_type
 from .ros2_bridge_plan import STATUS_SUFFIX, bridge_plan
 from .options import typed
-from .ros2_options import MIDDLEWARES, Ros2Options, options_model, options_schema
+from .ros2_options import MIDDLEWARES, REAL_ROS2, Ros2Options, options_model, options_schema
 
 #: what the libraries are called where a middleware is missing from the build
 LIBRARY_OF = {"cyclonedds": "Cyclone DDS (Debian: cyclonedds-dev)",
               "fastdds": "Fast DDS (Debian: libfastrtps-dev libfastcdr-dev)",
-              "zenoh": "Zenoh (the zenoh crate through src/zenoh_shim: cargo, scripts/build.sh)"}
+              "zenoh": "Zenoh (the zenoh crate through src/zenoh_shim: cargo, scripts/build.sh)",
+              "rmw_fastrtps_cpp": "ROS 2 Jazzy (.venv-ros2-jazzy, scripts/setup.sh)"}
 
 
 # --- what this build has ----------------------------------------------------------------------
@@ -80,7 +87,7 @@ def _ask_build() -> tuple[str, ...] | None:
     if info is not None:
         try:
             out = subprocess.run([str(info)], capture_output=True, text=True, timeout=20).stdout
-            words = re.findall(r"\b(cyclonedds|fastdds|zenoh)\b", out)
+            words = re.findall(r"\b(" + "|".join(MIDDLEWARES) + r")\b", out)
             return tuple(m for m in MIDDLEWARES if m in words)
         except (OSError, subprocess.SubprocessError):
             pass
@@ -100,11 +107,17 @@ def _ask_build() -> tuple[str, ...] | None:
         have.append("fastdds")
     if re.search(r"\bz_|zenoh_shim|nlz_|ZenohParticipant", symbols) or "libzenoh" in needed:
         have.append("zenoh")
-    return tuple(have)
+    for plugin in sorted(lib.parent.glob("libnetloop_ros2_mw_*.so")):   # src/ros2/factory.cpp
+        have.append(plugin.name[len("libnetloop_ros2_mw_"):-len(".so")])
+    return tuple(m for m in MIDDLEWARES if m in have)
 
 
 def missing_middleware(middleware: str) -> str | None:
     """Why ``middleware`` cannot run with this build, or None."""
+    if middleware in REAL_ROS2:
+        why = distro.missing(distro.DEFAULT_DISTRO)
+        if why:
+            return why
     have = available_middlewares()
     if have is None:
         return f"libnetloop_ros2 is not built ({_library()}): run 'make build'"
@@ -199,7 +212,7 @@ class Ros2Transport(Transport):
                                                          f"netloop: Zenoh configuration of node {node} on {host}"))
             self.config_files[node] = str(path)
             return str(path)
-        return self.config_files[host]
+        return self.config_files.get(host, "")
 
     def _net_plan(self, ctx: TransportContext, options: Ros2Options) -> ros2config.NetPlan:
         addresses = ctx.address
@@ -207,7 +220,8 @@ class Ros2Transport(Transport):
         hosts = [ros2config.HostNet(h, a, ctx.interface.get(h) or ("lo" if shared else None), ctx.mtu.get(h, 1500))
                  for h, a in addresses.items()]
         router = addresses.get("operator", next(iter(addresses.values()))) if options.zenoh_mode == "router" else None
-        return ros2config.NetPlan(hosts, options.discovery, shared, options.zenoh_mode, router)
+        return ros2config.NetPlan(hosts, options.discovery, shared, options.zenoh_mode, router,
+                                  message_size=getattr(options, "message_size", "rmw"))
 
     def _write_host_configs(self) -> None:
         assert self.plan is not None and self.ctx is not None
@@ -215,6 +229,14 @@ class Ros2Transport(Transport):
         for h in self.plan.hosts:
             if self.middleware == "cyclonedds":
                 path = ros2config.write(out / f"{h.host}.xml", ros2config.cyclonedds_xml(self.plan, h.host))
+            elif self.middleware in REAL_ROS2:   # the rmw's defaults; a profiles file if the user gives one
+                given = self.options.get("profiles_file")
+                if not given:
+                    continue
+                path = out / "profiles.xml"
+                if not path.exists():
+                    out.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(Path(given).expanduser().resolve(), path)
             elif self.middleware == "fastdds":
                 path = ros2config.write(out / f"{h.host}.xml",
                                         ros2config.fastdds_xml(self.plan, h.host, self.settings.domain_id))
@@ -337,6 +359,7 @@ class Ros2Transport(Transport):
     def metadata(self) -> dict[str, Any]:
         opts = self.options or validate(self.options_schema, {})
         out = {"name": self.name, "description": self.description, "middleware": self.middleware,
+               "ros2_stack": stack_of(self.middleware),
                "deployment": self.settings.deployment, "multi_master": True, "options": opts,
                "qos": self.qos_for().as_dict()}
         if self.ctx is not None:
@@ -349,6 +372,20 @@ class Ros2Transport(Transport):
                 out["relay_processes"] = {p["name"]: p["host"] for p in self.processes}
                 out["stats_files"] = sorted(f"records/relay_{p['name']}_stats.jsonl" for p in self.processes)
         return out
+
+
+def stack_of(middleware: str) -> dict[str, Any]:
+    """What a row of ``middleware`` is: real ROS 2 (rcl and an rmw, with their versions) or
+    netloop's nodes speaking the middleware library directly (metadata.json, the report)."""
+    if middleware in REAL_ROS2:
+        versions = distro.DISTROS[distro.DEFAULT_DISTRO]
+        return {"kind": "ros2", "distro": distro.DEFAULT_DISTRO,
+                "label": (f"real ROS 2 {distro.DEFAULT_DISTRO.capitalize()}: rcl {versions['rcl']} + rmw_fastrtps_cpp "
+                          f"{versions['rmw_fastrtps_cpp']} (Fast DDS {versions['fastdds']})"),
+                "versions": dict(versions)}
+    library = {"cyclonedds": "Cyclone DDS 0.10", "fastdds": "Fast DDS 2.9", "zenoh": "Zenoh 1.10"}[middleware]
+    return {"kind": "middleware-direct",
+            "label": f"netloop's nodes on {library} directly (ROS 2's names, CDR and QoS; no rcl/rmw)"}
 
 
 def read_status(path: Path) -> dict[str, Any] | None:

@@ -1,5 +1,6 @@
-"""Benchmarks of ROS 2's middlewares (cyclonedds, fastdds, zenoh) beside ``tcp_nodelay``, all
-measured in the same call so that the ratios compare like with like. ``run_all()`` returns a
+"""Benchmarks of ROS 2's middlewares (cyclonedds, fastdds, zenoh, and real ROS 2's
+rmw_fastrtps_cpp: rcl nodes) beside ``tcp_nodelay``, all measured in the same call so that the
+ratios compare like with like. ``run_all()`` returns a
 JSON-ready dict:
 
 * ``latency``: per link (``loopback``; ``ethernet``, two namespaces joined by a veth pair, needs
@@ -36,7 +37,7 @@ from typing import Any
 
 from .relay_bench import _flow, _run, _status
 
-TRANSPORTS = ["tcp_nodelay", "cyclonedds", "fastdds", "zenoh"]
+TRANSPORTS = ["tcp_nodelay", "cyclonedds", "fastdds", "zenoh", "rmw_fastrtps_cpp"]
 GOAL_RATIO = 1.5
 MESSAGE_BYTES = 4096
 PERIOD_S = 0.02

@@ -4,6 +4,8 @@ multicast discovery over a link that does not carry it (problems, :func:`check_e
 and messages Zenoh's congestion control would drop (warnings, :func:`zenoh_drop_warnings`)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..schema import ConfigError
 from .options import typed
 from .ros2_options import MIDDLEWARES, Ros2Options, options_model
@@ -35,6 +37,9 @@ def check_experiment(exp) -> list[tuple[str, str]]:
         if options is None:
             continue
         key = f"transport_options.{name}"
+        profiles = getattr(options, "profiles_file", None)
+        if profiles and not Path(profiles).expanduser().is_file():
+            out.append((f"{key}.profiles_file", f"no such file: {profiles}"))
         if options.deployment == "native":
             if exp.loop.type == "teleop":
                 out.append((f"{key}.deployment", "the teleop trial and the car's simulators speak roscpp only: "

@@ -74,7 +74,8 @@ def ros2_record(t: Ros2Transport) -> dict[str, Any] | None:
             files[p["name"]] = Path(p["params"]["status_path"])
     nodes = {node: _node_record(path) for node, path in sorted(files.items())}
     discovery = [n["discovery_s"] for n in nodes.values() if "discovery_s" in n]
-    return {"middleware": t.middleware, "deployment": t.deployment,
+    from .ros2 import stack_of  # noqa: PLC0415
+    return {"middleware": t.middleware, "deployment": t.deployment, "stack": stack_of(t.middleware),
             "qos": {topic: q.as_dict() for topic, q in t.topic_qos.items()},
             "config_files": t.metadata().get("config_files", {}), "nodes": nodes,
             "discovery_s_max": max(discovery) if discovery else None, "status_suffix": STATUS_SUFFIX}

@@ -96,7 +96,7 @@ class TeleopLoop(LoopKind):
         odom_transport = ctx.transport.subscriber_transport("/odom", ODOM_BYTES) if crossing else "tcp_nodelay"
         cmd_transport = ctx.transport.subscriber_transport("/cmd_vel", CMD_VEL_BYTES) if crossing else "tcp_nodelay"
         simulator = get_simulator(loop.teleop.simulator)
-        simulator.start(hosts, car, loop.teleop.world, loop.teleop.sim)
+        simulator.start(hosts, car, loop.teleop.world, loop.teleop.sim, ctx.run_dir)
         trial_argv = [str(paths.node_binary("teleop_trial")), "__name:=trial"]
         connections = {"/odom": (simulator.odom_node, "/trial"), "/cmd_vel": ("/trial", simulator.cmd_vel_node)}
         if odom_transport == "udp":
