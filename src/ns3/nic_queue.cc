@@ -20,10 +20,18 @@ NicQueue::Marked(uint8_t dscp) const
     return std::find(m_priority.begin(), m_priority.end(), dscp) != m_priority.end();
 }
 
+uint32_t
+NicQueue::Frames(uint32_t bytes)
+{
+    constexpr uint32_t kIpHeader = 20;
+    constexpr uint32_t kPerFragment = 1480; // a 1500-byte MTU less the IP header
+    return bytes <= kIpHeader ? 1 : std::max<uint32_t>(1, (bytes - kIpHeader + kPerFragment - 1) / kPerFragment);
+}
+
 void
 NicQueue::Queued(const nfq::QueuedPacket& p)
 {
-    (Marked(p.dscp) ? m_marked : m_unmarked).push_back(p.id);
+    (Marked(p.dscp) ? m_marked : m_unmarked).push_back(Waiting{p.id, Frames(p.bytes)});
     m_counts.queued++;
 }
 
@@ -39,10 +47,10 @@ NicQueue::Release(double now, uint32_t deviceFrames)
     while (Backlog() && deviceFrames + m_transit.size() < m_ringFrames && now + 1e-9 >= m_nextFree)
     {
         m_nextFree = m_packetS > 0 ? std::max(now, m_nextFree) + m_packetS : 0.0;
-        std::deque<uint32_t>& from = m_marked.empty() ? m_unmarked : m_marked;
-        out.push_back(from.front());
+        std::deque<Waiting>& from = m_marked.empty() ? m_unmarked : m_marked;
+        out.push_back(from.front().id);
+        m_transit.insert(m_transit.end(), from.front().frames, now);
         from.pop_front();
-        m_transit.push_back(now);
         m_counts.released++;
     }
     return out;

@@ -45,8 +45,12 @@ class NicQueue
         return m_nextFree;
     }
 
-    /// A packet from the host reached the device (the oldest still on its way).
+    /// A frame from the host reached the device (the oldest still on its way).
     void ReachedDevice();
+
+    /// The frames a packet of `bytes` (its IP length) becomes on a 1500-byte MTU: the kernel
+    /// fragments a datagram above it after the netfilter hook.
+    static uint32_t Frames(uint32_t bytes);
 
     /// The host's interface went down: the kernel dropped what waited.
     void Flush();
@@ -78,9 +82,15 @@ class NicQueue
     std::vector<uint8_t> m_priority;
     double m_packetS;
     double m_nextFree = 0.0;
-    std::deque<uint32_t> m_marked;
-    std::deque<uint32_t> m_unmarked;
-    std::deque<double> m_transit; // release times of the packets on their way
+    struct Waiting
+    {
+        uint32_t id;
+        uint32_t frames; // the IP fragments it becomes (a datagram above the MTU)
+    };
+
+    std::deque<Waiting> m_marked;
+    std::deque<Waiting> m_unmarked;
+    std::deque<double> m_transit; // release times of the frames on their way (one per fragment)
     NicCounts m_counts;
 };
 

@@ -193,3 +193,17 @@ TEST(NicQueue, TheNextPacketGoesAtItsTimeDespiteRounding) {
   q.Release(0.001, 0);
   EXPECT_EQ(q.Release(0.00148 - 1e-12, 0), (std::vector<uint32_t>{2}));  // the clock's ns, rounded down
 }
+
+TEST(NicQueue, ADatagramAboveTheMtuHoldsARingPlacePerFragment) {
+  EXPECT_EQ(NicQueue::Frames(1500), 1u);
+  EXPECT_EQ(NicQueue::Frames(1501), 2u);
+  EXPECT_EQ(NicQueue::Frames(65528), 45u);
+  NicQueue q(2, 0.05, {});
+  nfq::QueuedPacket big = packet(1);
+  big.bytes = 3000;  // three fragments
+  q.Queued(big);
+  q.Queued(packet(2));
+  EXPECT_EQ(q.Release(0.0, 0), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(q.InTransit(), 3u);
+  EXPECT_TRUE(q.Release(0.0, 0).empty());
+}
