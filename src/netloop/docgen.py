@@ -16,6 +16,7 @@ Each NAME has one source in the code, so the page cannot drift from it:
     results          docs/results.md      per shipped experiment its newest campaign under results/
     study-STUDY      docs/studies/STUDY.md  the newest `netloop reproduce STUDY` under results/
     bench-priority   docs/priority.md     the priority relay's part of bench/bench.json (`make bench`)
+    bench-ros2       docs/ros2.md         ROS 2's middlewares' part of bench/bench.json (`make bench`)
 
 Usage::
 
@@ -39,7 +40,7 @@ from typing import Callable
 from . import paths
 from .docgen_blocks import BLOCK, OPENING, PAGES, Context, Unavailable, in_code, outside
 from .docgen_reference import cli_reference, experiment_keys, glossary, link_profiles, transports
-from .docgen_results import EXAMPLE, bench_priority, headline, results, set_example, study
+from .docgen_results import EXAMPLE, bench_priority, bench_ros2, headline, results, set_example, study
 from .studies import STUDY_MODULES   # the study words only (no study module is imported)
 
 # ---------------------------------------------------------------- the pages
@@ -54,6 +55,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "headline": headline,
     **{f"study-{s}": study(s) for s in STUDY_MODULES},
     "bench-priority": bench_priority,
+    "bench-ros2": bench_ros2,
 }
 
 

@@ -29,6 +29,7 @@ PAGES = {
     "headline": "README.md",
     **{f"study-{s}": f"docs/studies/{s}.md" for s in STUDY_MODULES},
     "bench-priority": "docs/priority.md",
+    "bench-ros2": "docs/ros2.md",
 }
 
 BLOCK = re.compile(r"^(?P<start><!--\s*generated:\s*(?P<name>[\w-]+)(?:\s+\(by `make docs`\))?\s*-->)"
