@@ -222,8 +222,8 @@ def docs_block(bench: dict[str, Any]) -> str:
         why = f" ({part['skipped']})" if part and "skipped" in part else ""
         return f"Not measured yet{why}: `make bench BENCH_ARGS=\"--only ros2\"` (root for `ethernet`)."
     h = bench.get("host") or {}
-    when = str(part.get("date") or bench.get("date") or "?")
-    when = when[:16].replace("T", " ") + (" UTC" if when.endswith("+00:00") else "")
+    when = str((bench.get("dates") or {}).get("ros2") or part.get("date") or bench.get("date") or "?")
+    when = when[:10]   # the day: the time of day stays in bench.json
     load = part.get("load_average")
     shared = f"shared: 1-minute load average {load[0]} before, {load[1]} after" if load else "shared"
     return "\n".join([f"Measured {when} on {h.get('cpu', '?')}, {h.get('cores', '?')} cores, kernel "
