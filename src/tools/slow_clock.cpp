@@ -4,9 +4,10 @@
 //
 // A slower clock stretches every piece of a program's work by 1/c. The shim measures that work
 // as it happens (each thread's CPU time, user and kernel) and, whenever a thread is about to
-// send what it computed (send, sendto, sendmsg, sendmmsg, write, writev) or to wait (poll,
-// ppoll, select, pselect, epoll_wait, epoll_pwait), spends (1/c - 1) x the CPU time it used
-// since it last did either, as extra work. So what a message costs to receive, handle and send
+// send what it computed (send, sendto, sendmsg, sendmmsg, write, writev), to read the time
+// (clock_gettime, gettimeofday: a message is stamped after the work that received it) or to wait
+// (poll, ppoll, select, pselect, epoll_wait, epoll_pwait), spends (1/c - 1) x the CPU time it
+// used since it last did any of these, as extra work. So what a message costs to receive, handle and send
 // takes 1/c times as long, whatever its size, without the scheduler grain of a CPU quota; work
 // done while the host was otherwise idle is stretched before the thread sleeps again, not
 // charged to the next message; a busy process saturates its core at 1/c of the rate it would
@@ -21,6 +22,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -31,11 +33,21 @@
 namespace
 {
 
+using ClockGettime = int (*)(clockid_t, timespec*);
+
+/// libc's clock_gettime (this library wraps it).
+ClockGettime
+RealClock()
+{
+    static auto real = reinterpret_cast<ClockGettime>(dlsym(RTLD_NEXT, "clock_gettime"));
+    return real;
+}
+
 int64_t
 Now(clockid_t clock)
 {
     timespec ts;
-    clock_gettime(clock, &ts);
+    RealClock()(clock, &ts);
     return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
@@ -137,6 +149,25 @@ writev(int fd, const iovec* iov, int n)
     static auto real = Next<ssize_t (*)(int, const iovec*, int)>("writev");
     Stretch();
     return real(fd, iov, n);
+}
+
+int
+clock_gettime(clockid_t clock, timespec* ts)
+{
+    // the CPU-time clocks are the shim's own measure, and measure nothing that waits
+    if (clock != CLOCK_THREAD_CPUTIME_ID && clock != CLOCK_PROCESS_CPUTIME_ID)
+    {
+        Stretch();
+    }
+    return RealClock()(clock, ts);
+}
+
+int
+gettimeofday(timeval* tv, void* tz)
+{
+    static auto real = Next<int (*)(timeval*, void*)>("gettimeofday");
+    Stretch();
+    return real(tv, tz);
 }
 
 int
