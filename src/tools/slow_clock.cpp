@@ -4,8 +4,9 @@
 //
 // A slower clock stretches every piece of a program's work by 1/c. The shim measures that work
 // as it happens (each thread's CPU time, user and kernel) and, whenever a thread is about to
-// send what it computed (send, sendto, sendmsg, sendmmsg, write, writev), to read the time
-// (clock_gettime, gettimeofday: a message is stamped after the work that received it) or to wait
+// send what it computed (send, sendto, sendmsg, sendmmsg, write, writev), to read the wall clock
+// (clock_gettime(CLOCK_REALTIME), gettimeofday: a message is stamped after the work that
+// received it) or to wait
 // (poll, ppoll, select, pselect, epoll_wait, epoll_pwait), spends (1/c - 1) x the CPU time it
 // used since it last did any of these, as extra work. So what a message costs to receive, handle and send
 // takes 1/c times as long, whatever its size, without the scheduler grain of a CPU quota; work
@@ -154,8 +155,9 @@ writev(int fd, const iovec* iov, int n)
 int
 clock_gettime(clockid_t clock, timespec* ts)
 {
-    // the CPU-time clocks are the shim's own measure, and measure nothing that waits
-    if (clock != CLOCK_THREAD_CPUTIME_ID && clock != CLOCK_PROCESS_CPUTIME_ID)
+    // a stamp reads the wall clock; the monotonic clocks time a program's own waits and
+    // timeouts, read often and on no message's path (and the CPU-time clocks are the shim's)
+    if (clock == CLOCK_REALTIME)
     {
         Stretch();
     }
