@@ -91,7 +91,9 @@ results: build
 	$(DOCGEN); \
 	if [ -n "$$failed" ]; then echo "make results: failed:$$failed"; exit 1; fi
 
-# The default experiment measured again and made docs/example_report (and the README's headline).
+# The default experiment measured again and made docs/example_report: the one campaign every page's
+# statement of it comes from (the README's headline, docs/results.md, docs/ros2.md, docs/studies/pound.md),
+# all rewritten by the same make docs.
 example-report: build
 	@$(ENV) bin/netloop run $(EXPERIMENT) && \
 	  $(DOCGEN) --example "$$(ls -d results/$$(basename $(EXPERIMENT) .yaml)-2*[0-9] | tail -1)"

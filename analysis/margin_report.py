@@ -285,7 +285,7 @@ def boundary_figure(m: margin_math.LoopMargins, found: list[Assessment], path: P
     ax.set_xlabel("constant part of the loop delay L [ms] (a run's smallest loop delay)")
     ax.set_ylabel("jitter J [ms] (largest hold delay − L)")
     ax.set_title("Jitter margin and each run's loop delay")
-    ax.grid(True, which="both", alpha=0.25)
+    ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     fig.savefig(path)

@@ -308,7 +308,7 @@ def _integrate_to_one(g: np.ndarray, ds: float, cap: float) -> float:
     if periods * len(g) * ds >= cap:
         return cap
     total = periods * per_period + np.cumsum(np.tile(g, 2) * ds)
-    i = int(np.searchsorted(total, 1.0))
+    i = min(int(np.searchsorted(total, 1.0)), len(total) - 1)
     before = total[i - 1] if i else periods * per_period
     J = (periods * len(g) + i) * ds + (1.0 - before) / g[i % len(g)]
     return min(J, cap)

@@ -21,6 +21,7 @@ record ``netloop`` names the run, its transport and status.
 """
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Iterable
 
@@ -32,6 +33,14 @@ from .rlc_result import rlc_loop
 
 FLOAT64 = ("std_msgs/msg/Float64", "float64 data\n")
 FOLDER = "mcap"
+#: a std_msgs/msg/Float64 as CDR: the encapsulation header (little-endian CDR), then the double
+_CDR_FLOAT64 = struct.Struct("<4sd")
+_CDR_LE = b"\x00\x01\x00\x00"
+
+
+def cdr_float64(value: float) -> bytes:
+    """One ``std_msgs/msg/Float64`` serialized as ROS 2 does (CDR, little-endian)."""
+    return _CDR_FLOAT64.pack(_CDR_LE, value)
 
 
 def _ns(seconds) -> np.ndarray:
@@ -75,23 +84,28 @@ def run_series(a: RunAnalysis) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def write_run(a: RunAnalysis, path: Path) -> Path | None:
-    """``path``: the run's time series as MCAP (module docstring); None when it has none."""
-    from mcap_ros2.writer import Writer  # noqa: PLC0415 - the report's one use of it
+    """``path``: the run's time series as MCAP (module docstring); None when it has none. The
+    file has MCAP's ``ros2`` profile: the schema is the message definition (``ros2msg``) and the
+    messages CDR, as a ROS 2 recording (rosbag2's MCAP storage) writes them."""
+    from mcap.writer import Writer  # noqa: PLC0415 - the report's one use of it
 
     series = {topic: (t, v) for topic, (t, v) in run_series(a).items() if len(t)}
     if not series:
         return None
-    messages = sorted(((int(t), topic, float(v)) for topic, (ts, vs) in series.items() for t, v in zip(ts, vs)),
-                      key=lambda m: (m[0], m[1]))
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as stream:
         writer = Writer(stream)
-        schema = writer.register_msgdef(*FLOAT64)
+        writer.start(profile="ros2", library="netloop")
+        schema = writer.register_schema(name=FLOAT64[0], encoding="ros2msg", data=FLOAT64[1].encode())
+        channels = {topic: writer.register_channel(topic=topic, message_encoding="cdr", schema_id=schema)
+                    for topic in sorted(series)}
         writer.add_metadata("netloop", {"run_id": a.run_id, "transport": a.transport, "status": a.status,
                                         "loop_type": a.loop_type,
                                         "units": "V: /reference /y /u; s: /loop/rtt and every .../delay"})
+        messages = sorted((int(t), topic, float(v)) for topic, (ts, vs) in series.items() for t, v in zip(ts, vs))
         for sequence, (t, topic, value) in enumerate(messages):
-            writer.write_message(topic, schema, {"data": value}, log_time=t, publish_time=t, sequence=sequence)
+            writer.add_message(channel_id=channels[topic], log_time=t, publish_time=t, sequence=sequence,
+                               data=cdr_float64(value))
         writer.finish()
     return path
 

@@ -305,6 +305,8 @@ def median_text(group: TransportSteps, name: str) -> str:
     if name == "overshoot_pct" and isinstance(overshoot_text(median), str):
         return overshoot_text(median)
     lo, hi = group.interval(name)
+    if math.isinf(median) and math.isinf(lo):   # no resample of the steps settled: nothing to bound
+        return NOT_SETTLED
     if name == "overshoot_pct" and isinstance(overshoot_text(hi), str):
         return f"{value_text(median)} [{value_text(lo)}–> {DIVERGING_PCT:.0f}]"
     return f"{value_text(median)} [{_ci((lo, hi))}]"

@@ -36,7 +36,7 @@ from typing import Any
 from ..loops import loop_analysis, loop_kind_names, loop_type_of
 from ..run_files import RunFileError, RunRecord, has_campaign, load_campaign, save_analysis
 from ..rundir import RunDir, invalid_attempts
-from . import decision, exports, flow_sections, ros2_section
+from . import decision, exports, flow_sections, ros2_section, shard_section
 from .flow_run import analyse_flow_receivers, recorded_flows
 from .host_sections import cpu_section, machines_section, outages_section
 from .kinds import LoopAnalysis, ReportContext
@@ -158,6 +158,7 @@ def write_report_document(path: Path) -> Document:
     reruns = {d.name: n for d in run_dirs if (n := len(invalid_attempts(path, d.name)))}
     doc.add(opening(meta, campaign_exp or meta.experiment, analyses, absent, reruns))
     summary = [s for kind, runs in kinds for s in kind.summary(runs, ctx)]
+    summary += [line for line in [shard_section.summary_line(path)] if line]
     if broken or absent:
         summary.append(f"{len(broken) + len(absent)} run(s) have problems (see Problems)"
                        + (f"; {len(excluded)} are excluded from the tables and figures." if excluded else "."))
@@ -181,6 +182,7 @@ def write_report_document(path: Path) -> Document:
                                     order if isinstance(order, list) else None))
     doc.add(cpu_section(usable))
     doc.add(machines_section(analyses))
+    doc.add(shard_section.section(path))
     doc.add(outages_section(usable))
     doc.add(ros2_section.section(usable))
     doc.add(closing([table for kind, runs in kinds if (table := kind.run_table(runs))], excluded, broken, absent,

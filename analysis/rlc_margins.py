@@ -47,7 +47,21 @@ class SettingMargins:
 
 
 def _key(loop: dict) -> str:
-    return json.dumps([loop["plant"], {k: loop["controller"][k] for k in ("K", "Ki", "Kd")}], sort_keys=True)
+    return json.dumps([{k: loop["plant"][k] for k in ("R", "L", "C", "period")},
+                       {k: loop["controller"][k] for k in ("K", "Ki", "Kd")}], sort_keys=True)
+
+
+#: the margins of every loop computed in this process, by :func:`_key` (a loop's margins depend
+#: on its model alone; a second report of the same loop need not compute them again)
+_COMPUTED: dict[str, LoopMargins] = {}
+
+
+def loop_margins(loop: dict) -> LoopMargins:
+    """The margins of an experiment's ``loop`` mapping (:func:`rlc_model`), computed once per process."""
+    key = _key(loop)
+    if key not in _COMPUTED:
+        _COMPUTED[key] = rlc_model(loop).margins()
+    return _COMPUTED[key]
 
 
 def margin_study(good: list[RunAnalysis], points: list[RunPoint], settings: list[str],
@@ -56,7 +70,6 @@ def margin_study(good: list[RunAnalysis], points: list[RunPoint], settings: list
     ``transports`` order) against them; a loop that differs between runs of one setting, or
     margins that cannot be computed, leave the setting with a ``problem``."""
     verdict = {p.run_id: p.verdict for p in points}
-    cache: dict[str, LoopMargins] = {}
     out = []
     for setting in settings:
         runs = [a for a in good if degradation.setting_of(a) == setting]
@@ -67,12 +80,9 @@ def margin_study(good: list[RunAnalysis], points: list[RunPoint], settings: list
             entry.problem = ("no loop configuration recorded" if not loops else
                              "its runs recorded different loops: no one set of margins")
             continue
-        key, loop = next(iter(loops.items()))
+        loop = next(iter(loops.values()))
         try:
-            entry.model = rlc_model(loop)
-            if key not in cache:
-                cache[key] = entry.model.margins()
-            entry.margins = cache[key]
+            entry.model, entry.margins = rlc_model(loop), loop_margins(loop)
         except (ValueError, KeyError, TypeError, ArithmeticError) as err:
             entry.problem = f"the margins could not be computed ({type(err).__name__}: {err})"
             continue

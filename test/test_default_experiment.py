@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.root,
 
 def test_quick_default_experiment_produces_the_report(tmp_path):
     res = subprocess.run([str(paths.REPO / "bin" / "netloop"), "run", "--quick",
-                          str(paths.EXPERIMENTS / "pound_fig21.yaml"), "--results", str(tmp_path)],
+                          str(paths.EXPERIMENTS / "pound_fig21.yaml"), "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     report = Path(re.search(r"report written to (\S+)", res.stdout).group(1))

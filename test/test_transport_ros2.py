@@ -237,7 +237,7 @@ def test_native_nodes_on_a_real_machine_through_ssh(tmp_path, mw):
     exp.write_text(yaml.safe_dump({"name": "ssh_ros2", "link": "ethernet", "transport": mw,
                                    "loop": {"samples": 60, "warmup": 0.3}}))
     with SshLab("ethernet", tmp_path / "lab") as lab:
-        r = lab.netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(lab.hosts_file()),
+        r = lab.netloop("run", str(exp), "--out", str(tmp_path / "out"), "--machines", str(lab.hosts_file()),
                         timeout=240)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         assert lab.processes_in("robot") == []
