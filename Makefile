@@ -35,11 +35,13 @@ test-robot: build
 	@$(ENV) NETLOOP_TEST_ROBOT=1 $(PY) -m pytest test/test_robot_install.py $(PYTEST_ARGS)
 
 # Whole experiment files as a user runs them, every run for real (root): `netloop reproduce
-# jordan --quick` and `netloop reproduce sanap --quick` (test/test_reproduce_quick.py), and the
-# default experiment's `netloop run --quick` (test/test_default_experiment.py). .ci/run runs it
-# after make test.
+# jordan --quick` and `netloop reproduce sanap --quick` (test/test_reproduce_quick.py), the
+# default experiment's `netloop run --quick` (test/test_default_experiment.py), and the real car's
+# teleop over SSH through Wi-Fi stalls of 1-5 s (test/test_heartbeat_stalls.py, ~2 min). .ci/run
+# runs it after make test.
 test-studies: build
-	@$(ENV) NETLOOP_TEST_STUDIES=1 $(PY) -m pytest test/test_reproduce_quick.py test/test_default_experiment.py $(PYTEST_ARGS)
+	@$(ENV) NETLOOP_TEST_STUDIES=1 $(PY) -m pytest test/test_reproduce_quick.py test/test_default_experiment.py \
+	  test/test_heartbeat_stalls.py $(PYTEST_ARGS)
 
 run: build
 	@$(ENV) bin/netloop run $(EXPERIMENT)

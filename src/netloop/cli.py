@@ -108,7 +108,7 @@ def _cmd_run(args) -> int:
             if args.clean_stale:
                 from .machines import clean_stale_machines  # noqa: PLC0415
                 clean_stale_machines(cfg.machines)
-            runner.check_machines(cfg)
+            runner.check_machines(cfg, skip=args.skip_check)
         runner.run_experiment(cfg, out, resume=bool(args.resume))
     except RealHostsError as err:
         print(f"netloop: {err}", file=sys.stderr)
@@ -192,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clean-stale", action="store_true",
                    help="real machines: first stop netloop processes an earlier run left running on them "
                         "(without it such processes refuse the run)")
+    from .prerun_checks import add_flag as add_skip_check   # --skip-check NAME: the pre-run checks
+    add_skip_check(p)
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="write report.html, report.md, CSV tables and figures for a results directory")
