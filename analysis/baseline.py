@@ -71,6 +71,31 @@ def law_from_config(loop: dict) -> ControlLaw:
     return ControlLaw(ctl["K"], ctl["Ki"], ctl["Kd"], ctl["reference"], plant["period"], schedule)
 
 
+def controller_tf(loop: dict) -> control.TransferFunction:
+    """The control law of an experiment's ``loop`` mapping as a discrete transfer function from
+    e = r - y to u, sample time T: C(z) = K + Ki T z / (z - 1) + Kd (z - 1) / (T z) (the I and D
+    terms only where their gains are not 0, so no pole cancels a zero)."""
+    ctl, T = loop["controller"], loop["plant"]["period"]
+    out = control.tf([float(ctl["K"])], [1.0], T)
+    if ctl["Ki"]:
+        out = out + control.tf([ctl["Ki"] * T, 0.0], [1.0, -1.0], T)
+    if ctl["Kd"]:
+        out = out + control.tf([ctl["Kd"] / T, -ctl["Kd"] / T], [1.0, 0.0], T)
+    return out
+
+
+def controller_continuous(loop: dict) -> control.TransferFunction:
+    """The continuous counterpart of :func:`controller_tf`, K + Ki / s + Kd s (improper with a
+    D term): the loop as if it were not sampled, for the continuous reference margins."""
+    ctl = loop["controller"]
+    out = control.tf([float(ctl["K"])], [1.0])
+    if ctl["Ki"]:
+        out = out + control.tf([float(ctl["Ki"])], [1.0, 0.0])
+    if ctl["Kd"]:
+        out = out + control.tf([float(ctl["Kd"]), 0.0], [1.0])
+    return out
+
+
 def reference_series(loop: dict, samples: int) -> np.ndarray:
     """r(k) for k = 0 .. samples - 1 of an experiment's ``loop`` mapping."""
     law = law_from_config(loop)

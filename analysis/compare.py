@@ -23,7 +23,7 @@ from .results import ConditionGroup
 from .rlc_result import rlc_loop, rlc_result
 from .tables import write_csv
 
-DEGRADATION_KEYS = [("iae_dev_mVs", "IAE(y − baseline) [mV·s]"), ("delta_overshoot_pp", "Δovershoot [pp]"),
+DEGRADATION_KEYS = [("iae_dev_mVs", degradation.IAE_RUN), ("delta_overshoot_pp", "Δovershoot [pp]"),
                     ("settling_s", "settling [s]"), ("pred_rms_mV", "prediction RMS [mV]")]
 NETWORK_KEYS = [("rtt_mean_ms", "RTT mean [ms]"), ("rtt_std_ms", "RTT std [ms]"), ("y_mean_ms", "y one-way mean [ms]"),
                 ("u_mean_ms", "u one-way mean [ms]"), ("u_p99_ms", "u one-way p99 [ms]"), ("mdr_u", "MDR u [%]")]
@@ -85,7 +85,7 @@ def compare(a_dir: Path, b_dir: Path, out: Path = Path("."), labels: tuple[str, 
         ia, ib = _med(x, "iae_dev_mVs"), _med(y, "iae_dev_mVs")
         ra, rb = _med(x, "rtt_mean_ms"), _med(y, "rtt_mean_ms")
         rel = f", {100 * (ib - ia) / ia:+.0f} %" if ia else ""
-        summary.append(f"{where}**{k[1]}**: IAE(y − baseline) {ia:.2f} → {ib:.2f} mV·s ({ib - ia:+.2f} mV·s{rel}) "
+        summary.append(f"{where}**{k[1]}**: IAE(y − baseline) per run {ia:.2f} → {ib:.2f} mV·s ({ib - ia:+.2f} mV·s{rel}) "
                        f"while the mean loop delay went {ra:.2f} → {rb:.2f} ms; Δovershoot "
                        f"{_med(x, 'delta_overshoot_pp'):.2f} → {_med(y, 'delta_overshoot_pp'):.2f} pp.")
     only = [f"{k[1]}{'' if k[0] in (degradation.NO_SWEEP, 'all runs') else ' ' + k[0]} only in "

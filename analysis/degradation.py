@@ -33,10 +33,15 @@ from .results import ConditionGroup, LoopRunResult, PredictionResult, RunPoint
 
 NO_SWEEP = "—"
 
+#: the labels of IAE(y − baseline): over a whole run, or over one step of a square wave (each
+#: table says which it shows)
+IAE_RUN = "IAE(y − baseline) per run [mV·s]"
+IAE_STEP = "IAE(y − baseline) per step [mV·s]"
+
 #: (key, label with unit) of the numbers of a point, in table order.
 POINT_FIELDS = [
-    ("iae_dev_mVs", "IAE(y − baseline) [mV·s]"),
-    ("delta_IAE", "ΔIAE [mV·s]"),
+    ("iae_dev_mVs", IAE_RUN),
+    ("delta_IAE", "ΔIAE per run [mV·s]"),
     ("overshoot", "overshoot [%]"),
     ("delta_overshoot_pp", "Δovershoot [pp]"),
     ("settling_s", "settling [s]"),
@@ -120,10 +125,11 @@ def run_point(a: LoopRunResult, prediction: PredictionResult | None = None) -> R
     p.verdict = verdict(a.t, a.y, step, a.reference if a.reference is not None else 1.0)
     if a.steps:   # a square wave: whether its steps settled, not the whole run's (repeated_steps);
         # its delta_overshoot_pp is already the steps' median (loop_run)
-        from .repeated_steps import finite_median, run_verdict  # noqa: PLC0415
+        from .repeated_steps import TransportSteps, run_verdict  # noqa: PLC0415
         p.verdict = run_verdict(a.y, a.steps, a.reference if a.reference is not None else 1.0)
-        p.overshoot, p.settling_s = (finite_median(s["overshoot_pct"] for s in a.steps),
-                                     finite_median(s["settling_s"] for s in a.steps))
+        steps = TransportSteps(a.transport, setting, list(a.steps))
+        p.overshoot, p.settling_s = steps.median("overshoot_pct"), steps.median("settling_s")   # inf: most did not settle
+        p.steps, p.steps_settled = len(a.steps), steps.settled()
     for stat in ("mean", "std", "p50", "p95", "p99"):
         setattr(p, f"rtt_{stat}_ms", rtt.get(f"{stat}_ms"))
     p.mdr_y, p.mdr_u, p.stale_u = sensor.MDR, act.MDR, a.stale_actuations
@@ -194,7 +200,7 @@ def summary_sentences(groups: list[dict], points: list[dict]) -> list[str]:
         best = ranked[0]
         b = best.stats["iae_dev_mVs"]
         rtt = best.stats["rtt_mean_ms"]
-        text = (f"{where}**{best.transport}** kept the loop closest to local: median IAE(y − baseline) "
+        text = (f"{where}**{best.transport}** kept the loop closest to local: median IAE(y − baseline) per run "
                 f"{b['median']:.2f} mV·s over {b['n']} run{'s' if b['n'] != 1 else ''} "
                 f"(loop delay {rtt['median']:.2f} ms mean RTT)")
         if len(ranked) == 1:

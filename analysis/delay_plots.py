@@ -1,5 +1,6 @@
-"""Figures of delays: histograms of per-message values per transport (pooled, or one panel
-per sweep setting) and the loop's round trip against time beside the flows' send times."""
+"""Figures of delays: empirical CDFs of per-message values per transport on a log axis (pooled,
+or one panel per sweep setting) and the loop's round trip against time beside the flows' send
+times."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,42 +11,56 @@ import numpy as np
 from .plot_style import plt, transport_color
 
 
-def delay_histograms(runs: Iterable[dict], samples: dict[str, list[float]], path: Path,
-                     xlabel: str = "one-way delay [ms]", title: str = "Loop message delay") -> Path:
-    """Overlaid histograms of per-message values (e.g. delays in ms), one per transport."""
-    fig, ax = plt.subplots(figsize=(7.5, 3.8), dpi=110)
-    for name, values in samples.items():
-        if len(values):
-            ax.hist(values, bins=50, histtype="step", lw=1.4, color=transport_color(name), label=name)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("messages")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    if samples:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+def _ecdf(ax, values, color: str, label: str, floor: float | None) -> None:
+    """One empirical CDF: the share of values at or below x, as a step line; with ``floor``
+    (log axis) values below it drawn at it, and counted in the label."""
+    v = np.sort(np.asarray(values, float))
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return
+    below = int(np.sum(v < floor)) if floor is not None else 0
+    if floor is not None:
+        v = np.maximum(v, floor)
+    ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=color, lw=1.5,
+            label=f"{label} ({v.size}{f', {below} below {floor:g}' if below else ''})")
 
 
-def delay_histograms_by_setting(samples: dict[str, dict[str, list[float]]], path: Path,
-                                xlabel: str = "one-way delay [ms]", title: str = "Loop message delay") -> Path:
-    """Histograms per transport, one panel per setting (sweep value) so that a sweep's
-    conditions are not pooled; ``samples`` is {setting: {transport: values}}."""
+def _floor(samples: Iterable[list[float]]) -> float:
+    """Where a log axis of delays starts: a tenth of the smallest positive value (at least 1 µs)."""
+    positive = [x for values in samples for x in values if np.isfinite(x) and x > 0]
+    return max(1e-3, 0.1 * min(positive)) if positive else 1e-3
+
+
+def delay_ecdfs(samples: dict[str, list[float]], path: Path, xlabel: str = "one-way delay [ms]",
+                title: str = "Loop message delay", log: bool = True) -> Path:
+    """The empirical CDF of per-message values (e.g. delays in ms), one line per transport, on a
+    log axis (``log``): the body of every distribution and each one's tail stay readable at once,
+    where a linear histogram lets one long tail flatten the rest."""
+    return delay_ecdfs_by_setting({"—": samples}, path, xlabel, title, log)
+
+
+def delay_ecdfs_by_setting(samples: dict[str, dict[str, list[float]]], path: Path,
+                           xlabel: str = "one-way delay [ms]", title: str = "Loop message delay",
+                           log: bool = True) -> Path:
+    """Empirical CDFs per transport, one panel per setting (sweep value) so that a sweep's
+    conditions are not pooled; ``samples`` is {setting: {transport: values}}. Log x axis with
+    ``log`` (delays), linear without (periods around their nominal value)."""
     settings = list(samples) or ["—"]
-    fig, axes = plt.subplots(len(settings), 1, figsize=(7.5, 1.2 + 2.4 * len(settings)), dpi=110, squeeze=False)
+    floor = _floor(v for panel in samples.values() for v in panel.values()) if log else None
+    fig, axes = plt.subplots(len(settings), 1, figsize=(7.5, 1.4 + 2.6 * len(settings)), dpi=110, squeeze=False)
     for ax, setting in zip(axes[:, 0], settings):
         for name, values in samples.get(setting, {}).items():
-            if len(values):
-                ax.hist(values, bins=50, histtype="step", lw=1.4, color=transport_color(name), label=name)
-        ax.set_ylabel("messages")
-        ax.grid(True, alpha=0.3)
+            _ecdf(ax, values, transport_color(name), name, floor)
+        if log:
+            ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
+        ax.set_ylabel("share of messages ≤ x")
+        ax.grid(True, which="both", alpha=0.3)
         if setting != "—":
             ax.set_title(setting, fontsize=9, loc="left")
         if samples.get(setting):
-            ax.legend(fontsize=8)
-    axes[-1, 0].set_xlabel(xlabel)
+            ax.legend(fontsize=7, loc="lower right")
+        ax.set_xlabel(xlabel + (" (log scale)" if log else ""))
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path)

@@ -156,6 +156,7 @@ def analyse_receiver(run_dir: Path, recorded: RecordedFlow, record: str, subscri
     out.bandwidth_mbit = float(bw)
     out.mean_bytes = float(rx.bytes.mean()) if len(rx) else math.nan
     out.delays_ms, out.periods_ms = (delays * 1e3).tolist(), (np.diff(arrivals) * 1e3).tolist()
+    out.sent_s = [sent[k] / 1e9 for k in keys if k in sent]
     out.subscriber_queue_drops, out.lost_before_subscriber = _receive_losses(run.records / record)
     if tx.truncated_rows or rx.truncated_rows:
         out.problems.append("a record ends in a cut-off row (skipped)")

@@ -1,6 +1,6 @@
 """The perturbing flows' part of a report: one section per flow of the experiment file, with
 the Pound paper's table (J_d, D with its percentiles, MDR, BW) per transport, per sweep
-setting and per subscriber, the flow's CSV, histograms of D and J_d, D against the message
+setting and per subscriber, the flow's CSV, empirical CDFs of D and J_d, D against the message
 number run by run (:mod:`sequence_figure`), and where the flow's message size, period or
 replica count was swept the delay against the swept value, one curve per transport and
 values of the other swept keys.
@@ -182,8 +182,9 @@ def sections(runs: list[RunAnalysis], out_dir: Path, fig_dir: Path, capacity_mbi
                 by.setdefault(key, {}).setdefault(s.run.transport, []).extend(getattr(s.result, series))
             by = dict(sorted(by.items(), key=lambda kv: rank.index(kv[0]) if kv[0] in rank else len(rank)))
             fig = fig_dir / f"flow_{entry}_{kind}.png"
-            plots.delay_histograms_by_setting(by, fig, xlabel=label, title=f"Flow {entry}: {label}")
-            section.fig(fig, f"Flow {entry}: histogram of the {label} per transport"
+            plots.delay_ecdfs_by_setting(by, fig, xlabel=label, title=f"Flow {entry}: {label}", log=kind == "delay")
+            section.fig(fig, f"Flow {entry}: the {label} per transport as an empirical CDF (the share of messages "
+                             f"at or below each value{'; log axis' if kind == 'delay' else ''})"
                              f"{', one panel per setting' if swept else ''}.")
         for figure in (sequence_figure.sequence_figure(entry, samples, fig_dir, rank, word, what),
                        scaling_figure(entry, samples, fig_dir, capacity_mbit),

@@ -102,7 +102,8 @@ def direction_stats(tx: Events, rx: Events, meta: RunRecord | None = None,
                                      arrivals)
     return DirectionStats(sent=len(tx), received=len(rx), MDR=metrics.delivery_ratio(tx.seq, rx.seq),
                           delay=metrics.delay_stats(delays), period=metrics.period_stats(arrivals),
-                          clock_uncertainty_ms=uncertainty, outages=lost_or_not, delays_ms=(delays * 1e3).tolist())
+                          clock_uncertainty_ms=uncertainty, outages=lost_or_not, delays_ms=(delays * 1e3).tolist(),
+                          sent_s=np.asarray(sent_s, float).tolist())
 
 
 def analyse_loop_run(run: LoopRun) -> LoopRunResult:
@@ -134,6 +135,10 @@ def analyse_loop_run(run: LoopRun) -> LoopRunResult:
     tracking, base_tracking = metrics.integral_errors(r - y, T), metrics.integral_errors(r - base.y, T)
     out.ok, out.samples, out.period_s, out.reference = True, len(y), T, loop["controller"]["reference"]
     out.t, out.y, out.baseline_y = t.tolist(), y.tolist(), base.y.tolist()
+    out.start_s = float(y_tx.stamp_ns[0]) / 1e9
+    out.u_applied_t, out.u_applied = ((u_rx.recv_ns - y_tx.stamp_ns[0]) / 1e9).tolist(), u_rx.value.tolist()
+    out.rtt_t = ((u_arrived.answer_stamp_ns - y_tx.stamp_ns[0]) / 1e9).tolist()
+    out.rtt_each_ms = (rtt * 1e3).tolist()
     out.step, out.baseline_step = step, base_step
     out.tracking, out.baseline_tracking = tracking, base_tracking
     out.deviation = metrics.integral_errors(y - base.y, T)

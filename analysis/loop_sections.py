@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import baseline, degradation, metrics, plots, prediction, step_plots
+from . import baseline, degradation, metrics, plots, prediction, repeated_steps, step_plots
 from .rendering import Section
 from .results import ConditionGroup, RunAnalysis, RunPoint
 from .rlc_result import rlc_loop, rlc_prediction, rlc_result, robot_loops
@@ -66,13 +66,13 @@ def pm(s: dict, digits: int = 2) -> str:
 
 # -- summary ---------------------------------------------------------------------------------
 
-def summary(good: list[RunAnalysis], study: LoopStudy, ranking: bool = True) -> list[str]:
+def summary(good: list[RunAnalysis], study: LoopStudy, ranking: bool = True, then: list[str] = ()) -> list[str]:
     """The summary sentences about the loop: which transport kept it closest to local (not
-    with ``ranking`` false: repeated steps rank instead), and whether the measured delays
-    explain the runs."""
+    with ``ranking`` false: repeated steps rank instead), ``then`` (the margins' sentences), and
+    whether the measured delays explain the runs."""
     if not good:
         return []
-    out = degradation.summary_sentences(study.groups, study.points) if ranking else []
+    out = (degradation.summary_sentences(study.groups, study.points) if ranking else []) + list(then)
     preds = predictions(good)
     if not preds:
         return out
@@ -126,7 +126,7 @@ def robots_section(good: list[RunAnalysis], swept: bool) -> Section:
             median_of(l.rtt["p95_ms"] for l in loops), median_of(100 * l.sensor.MDR for l in loops),
             median_of(100 * l.actuation.MDR for l in loops)])
     return section.table((["setting"] if swept else []) + [
-        "transport", "robot", "runs", "overshoot [%]", "IAE(y − baseline) [mV·s]", "RTT p50 [ms]", "RTT p95 [ms]",
+        "transport", "robot", "runs", "overshoot [%]", degradation.IAE_RUN, "RTT p50 [ms]", "RTT p95 [ms]",
         "MDR y [%]", "MDR u [%]"], rows, digits=2)
 
 
@@ -139,36 +139,53 @@ def step_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Se
             continue
         where = f", {setting}" if study.swept else ""
         fig = fig_dir / (f"step_response__{slug(setting)}.png" if study.swept else "step_response.png")
-        square = bool(runs[0].steps)
-        if square:   # one repetition: the same steps for every transport (the phase differs between them)
-            runs = [runs[i] for i in step_plots.first_repetition([a.run_id for a in of_setting])] or runs[:1]
-            aggregate = False
-            plots.step_overlay(runs, fig, title="RLC loop, square-wave reference" + where, aggregate=False,
-                               scale_to=step_plots.typical_runs([1e3 * r.deviation["IAE"] for r in runs]))
-        else:
-            aggregate = len({a.transport for a in of_setting}) < len(runs)
-            plots.step_overlay(runs, fig, title="RLC loop step response" + where, aggregate=aggregate)
-        end = plots.transient_end([r for r in runs if r.ok])
         if study.swept:
             section.h(3, setting)
+        if runs[0].steps:   # a square wave: every step of every run, per transport
+            step_plots.step_panels(step_groups(runs), runs[0].period_s, fig,
+                                   title="RLC loop, each step of the square wave" + where)
+            section.fig(fig, "One panel per transport, best first (median IAE(y − baseline) per step): its steps, "
+                             "each as a step up of size 1 from the level before it, the median (line) and the 10–90 % "
+                             "band over all steps of all its runs (min–max with fewer than 5), over the local "
+                             f"baseline's median step (black dashed){where}; cut at the shortest step.")
+            section.p(f"Local baseline (python-control, ZOH at T = {runs[0].period_s * 1e3:.0f} ms, zero delay) "
+                      "following the same square wave; each step's metrics are under Repeated steps.")
+            continue
+        aggregate = len({a.transport for a in of_setting}) < len(runs)
+        plots.step_overlay(runs, fig, title="RLC loop step response" + where, aggregate=aggregate)
+        end = plots.transient_end([r for r in runs if r.ok])
         what = ("per transport the median of its runs (line) and their min–max (band)" if aggregate else
-                "y(t) of each transport's first repetition (the same steps for all; a response far off the "
-                "others is cut at the frame)" if square else "y(t) of every run")
+                "y(t) of every run")
         section.fig(fig, f"{what[0].upper() + what[1:]} over the local baseline (black dashed){where}, the first "
                          f"{sig(end, 2)} s; lower panel: y − baseline [mV]"
                          + (_faults_caption(runs[0].fault_kinds or ["outage"]) if runs[0].outage_windows_s else "")
                          + ".")
         b = runs[0]
-        if b.steps:   # a square wave: the whole run is no one step; the steps are under Repeated steps
-            section.p(f"Local baseline (python-control, ZOH at T = {b.period_s * 1e3:.0f} ms, zero delay) "
-                      "following the same square wave; each step's metrics are under Repeated steps.")
-            continue
         section.p(f"Local baseline (python-control, ZOH at T = {b.period_s * 1e3:.0f} ms, zero delay): "
                   f"overshoot {sig(b.baseline_step['Overshoot'])} %, settling time "
                   f"{sig(b.baseline_step['SettlingTime'])} s, rise time {sig(b.baseline_step['RiseTime'])} s, "
                   f"final value {sig(b.baseline_step['SteadyStateValue'])} V, "
                   f"IAE {sig(1e3 * b.baseline_tracking['IAE'])} mV·s.")
     return section
+
+
+def step_groups(runs: list) -> list[tuple[str, list, list, str]]:
+    """Per transport (best first by its steps' median IAE(y − baseline)) every step of its runs
+    and of their baselines, aligned (:func:`step_plots.aligned_steps`), for :func:`step_plots.step_panels`."""
+    by: dict[str, list] = {}
+    for r in runs:
+        by.setdefault(r.transport, []).append(r)
+    out = []
+    for transport, rs in by.items():
+        ys, bs = [], []
+        for r in rs:
+            y, b = step_plots.aligned_steps(r.t, r.y, r.baseline_y, r.steps, r.reference or 1.0)
+            ys += y
+            bs += b
+        iae = [s["iae_mVs"] for r in rs for s in r.steps]
+        out.append((float(np.median(iae)) if iae else np.inf, transport, ys, bs,
+                    f"({len(ys)} steps, {len(rs)} run{'s' if len(rs) != 1 else ''})"))
+    return [(t, ys, bs, note) for _, t, ys, bs, note in sorted(out, key=lambda g: g[0])]
 
 
 def same_loop(good: list[RunAnalysis]) -> dict | None:
@@ -218,8 +235,10 @@ def degradation_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path
                 "under a constant delay (exact model): points on it are explained by their mean delay alone.")
     section.fig(fig_dir / "degradation_vs_jitter.png",
                 "The same degradation against the jitter of the loop delay (standard deviation of the RTT).")
+    square = any(p.steps for p in study.points)   # a square wave: the steps settle, not the run
     header = (["setting"] if study.swept else []) + [
-        "transport", "runs", "IAE(y − baseline) [mV·s]", "Δovershoot [pp]", "settling [s]", "RTT mean [ms]",
+        "transport", "runs", degradation.IAE_RUN, "Δovershoot per step: median [pp]" if square else "Δovershoot [pp]",
+        "steps settled" if square else "settling [s]", "RTT mean [ms]",
         "RTT std [ms]", "y one-way mean/std/p95/p99 [ms]", "u one-way mean/std/p95/p99 [ms]", "MDR y / u [%]",
         "settled / not / unstable"]
     rows = []
@@ -229,7 +248,9 @@ def degradation_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path
         def four(d):
             return " / ".join(fmt(s[f"{d}_{k}_ms"]["mean"], 2) for k in ("mean", "std", "p95", "p99"))
         rows.append(([g.setting] if study.swept else []) + [
-            g.transport, g.n, pm(s["iae_dev_mVs"]), pm(s["delta_overshoot_pp"]), pm(s["settling_s"], 3),
+            g.transport, g.n, pm(s["iae_dev_mVs"]), pm(s["delta_overshoot_pp"]),
+            (f"{sum(r.steps_settled or 0 for r in g.runs)} of {sum(r.steps or 0 for r in g.runs)}" if square
+             else pm(s["settling_s"], 3)),
             pm(s["rtt_mean_ms"]), pm(s["rtt_std_ms"]), four("y"), four("u"),
             f"{percent_text(s['mdr_y']['mean'])} / {percent_text(s['mdr_u']['mean'])}",
             " / ".join(str(g.verdicts[v]) for v in ("settled", "did not settle", "unstable"))])
@@ -273,9 +294,9 @@ def prediction_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path)
             rows.append(first + [None] * 8 + ["no prediction: " + "; ".join(p.problems if p else [])])
             continue
         m = p.modes
-        rows.append(first + [p.lost, p.stale, sig(p.rms_mV), sig(p.max_mV), sig(p.delta_overshoot_pp),
+        rows.append(first + [p.lost, p.stale, sig(p.rms_mV), sig(p.max_mV), _pp(p.delta_overshoot_pp),
                              sig(m["delays"].rms_mV), sig(m["mean_delay"].rms_mV),
-                             sig(m["mean_delay"].delta_overshoot_pp), "explained" if p.explained else "NOT explained"])
+                             _pp(m["mean_delay"].delta_overshoot_pp), "explained" if p.explained else "NOT explained"])
     section.table(header, rows)
     findings = [s for s in (prediction.finding(p) for p in preds) if s]
     if findings:
@@ -291,6 +312,13 @@ def prediction_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path)
         section.fig(fig, f"Measured y (colour) and ŷ predicted from the run's measured delays (black dashed){where}; "
                          "lower panel: ŷ − y in mV for the prediction (solid) and for the median delay alone (dashed).")
     return section
+
+
+def _pp(value) -> str:
+    """A difference of overshoots [pp]; a replay that diverged (1000 pp and more) says so."""
+    if value is not None and np.isfinite(value) and abs(value) >= repeated_steps.DIVERGING_PCT:
+        return "diverging"
+    return sig(value)
 
 
 def exact_sentence(preds) -> str:
@@ -313,7 +341,7 @@ def exact_sentence(preds) -> str:
 
 def directions_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path) -> Section:
     """The loop's messages per direction: delivery, one-way delay and period per run, and
-    the delay histograms."""
+    the delays' empirical CDFs."""
     section = Section("Loop messages per direction")
     section.table(DIRECTION_COLUMNS, [
         [a.run_id, label, d.sent, 100 * d.MDR, d.delay["mean_ms"], d.delay["std_ms"], d.delay["p50_ms"],
@@ -325,9 +353,9 @@ def directions_section(good: list[RunAnalysis], study: LoopStudy, fig_dir: Path)
             samples.setdefault(degradation.setting_of(a), {}).setdefault(a.transport, []).extend(
                 getattr(rlc_loop(a), key).delays_ms)
         fig = fig_dir / f"delay_{key}.png"
-        plots.delay_histograms_by_setting(samples, fig, title=f"One-way delay, {title}")
-        section.fig(fig, f"Histogram of the one-way delay of every loop message, {title}"
-                         f"{', one panel per setting' if study.swept else ''}.")
+        plots.delay_ecdfs_by_setting(samples, fig, title=f"One-way delay, {title}")
+        section.fig(fig, f"The one-way delay of every loop message, {title}, as an empirical CDF per transport "
+                         f"(log axis: the share of messages at or below each delay){', one panel per setting' if study.swept else ''}.")
     return section
 
 

@@ -14,7 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 __all__ = ["Curve", "LINESTYLES", "MARKERS", "TRANSPORT_COLORS", "curve_styles", "plt", "transport_color"]
 
-#: Fixed colours of the transports (colour-blind-safe Okabe-Ito palette), baseline in black.
+#: Fixed colours of the transports, baseline in black: ROS 1's from the Okabe-Ito palette, ROS 2's
+#: from Paul Tol's muted one (both colour-blind-safe; no two transports share a colour).
 TRANSPORT_COLORS = {
     "baseline": "#000000",
     "tcp": "#E69F00",
@@ -25,8 +26,12 @@ TRANSPORT_COLORS = {
     "nimbro_mixed": "#CC79A7",
     "multimaster": "#999933",
     "priority": "#882255",
+    "cyclonedds": "#332288",
+    "fastdds": "#CC6677",
+    "rmw_fastrtps_cpp": "#AA4499",
+    "zenoh": "#DDCC77",
 }
-_FALLBACK = ["#332288", "#117733", "#44AA99", "#88CCEE", "#DDCC77", "#AA4499"]
+_FALLBACK = ["#117733", "#44AA99", "#88CCEE", "#F0E442", "#661100", "#6699CC"]
 
 
 def transport_color(name: str) -> str:

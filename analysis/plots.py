@@ -13,12 +13,12 @@ from typing import Iterable
 
 import numpy as np
 
-from .delay_plots import delay_histograms, delay_histograms_by_setting, delay_timeline
+from .delay_plots import delay_ecdfs, delay_ecdfs_by_setting, delay_timeline
 from .plot_style import LINESTYLES, MARKERS, TRANSPORT_COLORS, Curve, curve_styles, plt, transport_color
 from .sweep_plots import bandwidth_curves, degradation_scatter, scaling_curves
 
 __all__ = ["Curve", "LINESTYLES", "MARKERS", "TRANSPORT_COLORS", "bandwidth_curves", "compare_overlay",
-           "curve_styles", "degradation_scatter", "delay_histograms", "delay_histograms_by_setting",
+           "curve_styles", "degradation_scatter", "delay_ecdfs", "delay_ecdfs_by_setting",
            "delay_timeline", "group_by_transport", "plt", "prediction_overlay", "scaling_curves",
            "step_overlay", "transient_end", "transport_color"]
 

@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass
 import numpy as np
 
-from . import baseline, metrics
+from . import baseline, metrics, repeated_steps
 from .loop_run import LoopRun
 from .records import Events
 from .results import PredictionResult, ReplayError
@@ -109,13 +109,25 @@ def replay(loop: dict, trace: ActuationTrace, mode: str = "measured") -> np.ndar
     return baseline.simulate_loop(loop, delays, lost=lost, sample_times=times, seqs=trace.seqs).y
 
 
-def prediction_error(t, y, y_hat) -> ReplayError:
+def prediction_error(t, y, y_hat, loop: dict | None = None, measured_steps: list | None = None) -> ReplayError:
+    """How far ``y_hat`` is from ``y``: RMS and max error [mV] and the overshoot's error; with
+    a square wave (``loop`` with its schedule) the overshoot is each step's (the median over
+    the steps of the predicted one, and of predicted less measured), a whole run having none.
+    ``measured_steps``: y's steps (:func:`repeated_steps.run_steps`), when already cut."""
     e = (np.asarray(y_hat, float) - np.asarray(y, float)) * 1e3
-    measured, predicted = metrics.step_metrics(t, y), metrics.step_metrics(t, y_hat)
+    steps = [] if loop is None else repeated_steps.step_list(loop)
+    if steps:
+        T = loop["plant"]["period"]
+        base = baseline.local_baseline(loop, len(y)).y
+        meas = measured_steps if measured_steps is not None else repeated_steps.run_steps(t, y, base, loop, T)
+        pred = repeated_steps.run_steps(t, y_hat, base, loop, T)
+        overshoot = repeated_steps.finite_median(s["overshoot_pct"] for s in pred)
+        delta = repeated_steps.finite_median(p["overshoot_pct"] - m["overshoot_pct"] for p, m in zip(pred, meas))
+    else:
+        measured, predicted = metrics.step_metrics(t, y), metrics.step_metrics(t, y_hat)
+        overshoot, delta = predicted["Overshoot"], predicted["Overshoot"] - measured["Overshoot"]
     return ReplayError(rms_mV=float(np.sqrt(np.mean(e * e))), max_mV=float(np.max(np.abs(e))),
-                       overshoot=predicted["Overshoot"],
-                       delta_overshoot_pp=predicted["Overshoot"] - measured["Overshoot"],
-                       y_hat=np.asarray(y_hat, float).tolist())
+                       overshoot=overshoot, delta_overshoot_pp=delta, y_hat=np.asarray(y_hat, float).tolist())
 
 
 def analyse_prediction(run: LoopRun, threshold_mv: float = RMS_THRESHOLD_MV) -> PredictionResult:
@@ -138,7 +150,10 @@ def analyse_prediction(run: LoopRun, threshold_mv: float = RMS_THRESHOLD_MV) -> 
         out.problems.append(f"no prediction: only {len(trace.times)} samples")
         return out
     try:
-        modes = {mode: prediction_error(trace.times, trace.y, replay(loop, trace, mode)) for mode in MODES}
+        measured = (repeated_steps.run_steps(trace.times, trace.y, baseline.local_baseline(loop, len(trace.y)).y, loop,
+                                             loop["plant"]["period"]) if repeated_steps.step_list(loop) else None)
+        modes = {mode: prediction_error(trace.times, trace.y, replay(loop, trace, mode), loop, measured)
+                 for mode in MODES}
     except Exception as err:  # a malformed configuration in the metadata, say
         out.problems.append(f"no prediction: replay failed ({type(err).__name__}: {err})")
         return out

@@ -169,22 +169,25 @@ def embedded_png(path: Path) -> dict[str, str]:
 
 _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
+_LINK = re.compile(r"\[([^\]]+)\]\(([^()\s]+)\)")
 
 
 def inline(text: str) -> str:
-    """Escape, then turn `code` and **bold** into HTML (code spans are kept verbatim)."""
+    """Escape, then turn `code`, **bold** and [text](link) into HTML (code spans are kept
+    verbatim; a link's target is a relative file name of the report's folder)."""
     codes: list[str] = []
 
     def stash(m):
         codes.append(m.group(1))
         return f"\x00{len(codes) - 1}\x00"
     out = _BOLD.sub(r"<strong>\1</strong>", html.escape(_CODE.sub(stash, str(text))))
+    out = _LINK.sub(lambda m: f'<a href="{m.group(2)}">{m.group(1)}</a>', out)
     return re.sub("\x00(\\d+)\x00", lambda m: f"<code>{html.escape(codes[int(m.group(1))])}</code>", out)
 
 
 def plain(text: str) -> str:
     """The text without its inline marks (for the page title and image alt texts)."""
-    return str(text).replace("**", "").replace("`", "")
+    return _LINK.sub(r"\1", str(text)).replace("**", "").replace("`", "")
 
 
 def _relative(path: Path, base: Path) -> str:

@@ -11,8 +11,13 @@ the next step's (or the run's end):
   from the same state);
 - ``overshoot_pct``: the step's overshoot [%] beyond the level it settles to, both signs
   normalised to a step up (python-control's ``step_info``, :func:`metrics.step_metrics`);
-- ``settling_s``: its 2 % settling time [s]; ``delta_overshoot_pp`` and ``delta_settling_s``
-  against the baseline's step.
+- ``settling_s``: its 2 % settling time [s] (NaN in the records when the step did not settle
+  before the next one: ``settled`` false; ``window_s`` is how long the step lasted);
+  ``delta_overshoot_pp`` and ``delta_settling_s`` against the baseline's step.
+
+A step that did not settle has a settling time longer than its window, not none: medians and
+intervals of the settling times count it as +inf (censored, :data:`CENSORED`), so the median
+is finite while fewer than half the steps did not settle, and "not settled" otherwise.
 
 Per transport (and sweep setting) every step of every repetition is one sample of the
 distribution. Its interval is a seeded percentile bootstrap of the median
@@ -42,6 +47,8 @@ CONFIDENCE = 0.95
 RESAMPLES = 2000
 SEED = 1
 METRICS = ("iae_mVs", "overshoot_pct", "settling_s")
+#: metrics whose missing value means "longer than the step" (+inf in medians and intervals)
+CENSORED = ("settling_s", "delta_settling_s")
 BEST, SAME = "best", "not a clear difference"
 
 
@@ -108,6 +115,8 @@ def one_step(t, y, base_y, window: tuple[int, int, float, float], T: float) -> d
     meas = metrics.step_metrics(tw, sign * (yw - yw[0]), yfinal=final)
     base = metrics.step_metrics(tw, sign * (bw - bw[0]), yfinal=final)
     return {"k": int(k), "t_s": float(t[k]), "direction": "up" if sign > 0 else "down", "samples": int(end - k),
+            "size": float(after - before), "window_s": float((end - k) * T),
+            "settled": bool(math.isfinite(meas["SettlingTime"])),
             "iae_mVs": 1e3 * metrics.integral_errors(yw - bw, T)["IAE"],
             "overshoot_pct": meas["Overshoot"], "settling_s": meas["SettlingTime"],
             "delta_overshoot_pp": meas["Overshoot"] - base["Overshoot"],
@@ -133,9 +142,11 @@ def run_verdict(y, steps: list[dict[str, Any]], reference: float) -> str:
 
 def bootstrap_ci(values, statistic=np.median, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,
                  seed: int = SEED) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic`` of ``values`` (NaN dropped), seeded:
-    the same values give the same interval. (NaN, NaN) for no values; (v, v) for one."""
-    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], float)
+    """Percentile bootstrap interval of ``statistic`` of ``values`` (NaN dropped, +inf kept:
+    a censored value), seeded: the same values give the same interval. (NaN, NaN) for no
+    values; (v, v) for one. With +inf among the values the interval's ends are resampled
+    statistics themselves (no interpolation across an infinite one)."""
+    v = np.asarray([x for x in values if x is not None and not math.isnan(x)], float)
     if v.size == 0:
         return math.nan, math.nan
     if v.size == 1:
@@ -143,7 +154,7 @@ def bootstrap_ci(values, statistic=np.median, confidence: float = CONFIDENCE, re
     rng = np.random.default_rng(seed)
     stats = statistic(v[rng.integers(0, v.size, size=(resamples, v.size))], axis=1)
     alpha = (1.0 - confidence) / 2
-    lo, hi = np.quantile(stats, [alpha, 1.0 - alpha])
+    lo, hi = np.quantile(stats, [alpha, 1.0 - alpha], method="linear" if np.isfinite(v).all() else "inverted_cdf")
     return float(lo), float(hi)
 
 
@@ -162,7 +173,15 @@ class TransportSteps:
     runs: int = 0
 
     def values(self, name: str) -> list[float]:
+        """The steps' values of ``name``; for a :data:`CENSORED` one +inf where a step did not settle."""
+        if name in CENSORED:
+            return [s[name] if s.get(name) is not None and math.isfinite(s[name]) else math.inf for s in self.steps
+                    if s.get(name) is not None]
         return [s[name] for s in self.steps if s.get(name) is not None and math.isfinite(s[name])]
+
+    def settled(self) -> int:
+        """How many of the steps settled."""
+        return sum(1 for s in self.steps if math.isfinite(s.get("settling_s", math.nan)))
 
     def median(self, name: str = "iae_mVs") -> float:
         v = self.values(name)
@@ -249,8 +268,48 @@ def to_json(ranked: list[RankedSteps]) -> list[dict[str, Any]]:
              **{f"{m}_ci": list(r.group.interval(m)) for m in METRICS}} for r in ranked]
 
 
+#: how a censored settling time (+inf: longer than its step) reads in a table
+NOT_SETTLED = "not settled"
+
+
+def value_text(value: float) -> str:
+    """A median or an interval's end: 3 significant digits; +inf (a censored settling time)
+    :data:`NOT_SETTLED`: the step ended before it settled."""
+    if math.isinf(value) and value > 0:
+        return NOT_SETTLED
+    return f"{value:.3g}"
+
+
 def _ci(ci: tuple[float, float]) -> str:
-    return "–" if not all(map(math.isfinite, ci)) else f"{ci[0]:.3g}–{ci[1]:.3g}"
+    if any(math.isnan(x) for x in ci):
+        return "–"
+    return f"{value_text(ci[0])}–{value_text(ci[1])}"
+
+
+#: an overshoot [%] from which on a step is written as diverging, not as a number
+DIVERGING_PCT = 1000.0
+
+
+def overshoot_text(value: float) -> Any:
+    """An overshoot [%] for a table: the value, or "> 1000 (diverging)" from DIVERGING_PCT on
+    (a response that swings ten times its step is unstable, not overshooting)."""
+    if value is not None and math.isfinite(value) and value >= DIVERGING_PCT:
+        return f"> {DIVERGING_PCT:.0f} (diverging)"
+    return value
+
+
+def median_text(group: TransportSteps, name: str) -> str:
+    """'median [interval]' of one metric of a transport's steps (settling times censored; an
+    overshoot's median from DIVERGING_PCT on as diverging)."""
+    median = group.median(name)
+    if name == "overshoot_pct" and isinstance(overshoot_text(median), str):
+        return overshoot_text(median)
+    lo, hi = group.interval(name)
+    if math.isinf(median) and math.isinf(lo):   # no resample of the steps settled: nothing to bound
+        return NOT_SETTLED
+    if name == "overshoot_pct" and isinstance(overshoot_text(hi), str):
+        return f"{value_text(median)} [{value_text(lo)}–> {DIVERGING_PCT:.0f}]"
+    return f"{value_text(median)} [{_ci((lo, hi))}]"
 
 
 HEADER = ["rank", "transport", "steps (runs)", "IAE(y − baseline) per step [mV·s]: median [95 % CI]",
@@ -260,7 +319,7 @@ HEADER = ["rank", "transport", "steps (runs)", "IAE(y − baseline) per step [mV
 def table_rows(ranked: list[RankedSteps]) -> list[list[Any]]:
     """The rows of the repeated-step table."""
     def cell(r: RankedSteps, m: str) -> str:
-        return f"{r.group.median(m):.3g} [{_ci(r.group.interval(m))}]" if r.group.values(m) else "–"
+        return median_text(r.group, m) if r.group.values(m) else "–"
     return [[r.rank if r.rank is not None else "–", r.group.transport, f"{len(r.group.steps)} ({r.group.runs})",
              cell(r, "iae_mVs"), cell(r, "overshoot_pct"), cell(r, "settling_s"), r.verdict,
              ", ".join(r.clearly_better_than) or "–"] for r in ranked]

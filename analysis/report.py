@@ -21,10 +21,11 @@ Files written into the results directory:
 
     report.html       everything below in one page, figures embedded (base64 PNG)
     report.md         the same text and tables, figures linked from figures/
-    runs.csv and the loop kind's own tables (e.g. the rlc kind's degradation.csv:
-                      netloop.loops.rlc.analysis)
+    runs.csv and the loop kind's own tables (e.g. the rlc kind's steps.csv, margins.csv,
+                      degradation.csv: netloop.loops.rlc.analysis)
     flow_<name>.csv   per flow, the Pound paper's table with the delay's percentiles
     analysis.json     every number (without the time series)
+    mcap/<run>.mcap   each run's time series as ROS 2 messages (:mod:`mcap_export`)
     figures/*.png
 """
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any
 from ..loops import loop_analysis, loop_kind_names, loop_type_of
 from ..run_files import RunFileError, RunRecord, has_campaign, load_campaign, save_analysis
 from ..rundir import RunDir, invalid_attempts
-from . import decision, flow_sections, ros2_section
+from . import decision, exports, flow_sections, ros2_section, shard_section
 from .flow_run import analyse_flow_receivers, recorded_flows
 from .host_sections import cpu_section, machines_section, outages_section
 from .kinds import LoopAnalysis, ReportContext
@@ -157,6 +158,7 @@ def write_report_document(path: Path) -> Document:
     reruns = {d.name: n for d in run_dirs if (n := len(invalid_attempts(path, d.name)))}
     doc.add(opening(meta, campaign_exp or meta.experiment, analyses, absent, reruns))
     summary = [s for kind, runs in kinds for s in kind.summary(runs, ctx)]
+    summary += [line for line in [shard_section.summary_line(path)] if line]
     if broken or absent:
         summary.append(f"{len(broken) + len(absent)} run(s) have problems (see Problems)"
                        + (f"; {len(excluded)} are excluded from the tables and figures." if excluded else "."))
@@ -180,10 +182,12 @@ def write_report_document(path: Path) -> Document:
                                     order if isinstance(order, list) else None))
     doc.add(cpu_section(usable))
     doc.add(machines_section(analyses))
+    doc.add(shard_section.section(path))
     doc.add(outages_section(usable))
     doc.add(ros2_section.section(usable))
     doc.add(closing([table for kind, runs in kinds if (table := kind.run_table(runs))], excluded, broken, absent,
                     [note for kind, _ in kinds if (note := kind.reading_note())]))
+    doc.add(exports.write_and_link(path, analyses))
     doc.add(decision.glossary_section([kind.name for kind, _ in kinds]))
     doc.write(path / "report.md", path / "report.html")
     return doc

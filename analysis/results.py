@@ -96,6 +96,7 @@ class DirectionStats(Result):
     clock_uncertainty_ms: float | None = optional()  # real machines: the delays' clock correction, ±
     outages: list[dict[str, Any]] = field(default_factory=list)  # analysis.outages.per_outage
     delays_ms: list[float] = series()
+    sent_s: list[float] = series()    # of each delay: the message's send stamp [s since the epoch]
 
 
 @dataclass
@@ -112,9 +113,14 @@ class LoopRunResult(Result):
     samples: int | None = optional()
     period_s: float | None = optional()
     reference: float | None = optional()
-    t: list[float] = series()
+    start_s: float | None = optional()                  # the first sample's stamp [s since the epoch]
+    t: list[float] = series()                           # sample times [s from the first sample]
     y: list[float] = series()
     baseline_y: list[float] = series()
+    u_applied_t: list[float] = series()                 # each u applied at the plant: when [s from the first sample]
+    u_applied: list[float] = series()                   # and its value [V]
+    rtt_t: list[float] = series()                       # each u that reached the plant: its sample's time
+    rtt_each_ms: list[float] = series()                 # and the loop's round trip to it [ms]
     step: dict[str, Any] | None = optional()            # metrics.step_metrics of y
     baseline_step: dict[str, Any] | None = optional()
     tracking: dict[str, float] | None = optional()      # IAE/ISE of r − y
@@ -134,6 +140,32 @@ class LoopRunResult(Result):
     unstable: bool | None = optional()
     steps: list[dict[str, Any]] = field(default_factory=list)   # square wave: each step's metrics (repeated_steps)
     delay_trace: dict[str, Any] = series(dict)   # square wave: RTT per sample, flows' send times (step_report)
+
+
+@dataclass
+class LoopTiming(Result):
+    """A run's loop delay and its jitter [ms], in the terms of the margins (:mod:`.loop_timing`)."""
+
+    samples: int                  # samples with a hold delay (the run's end left out)
+    answered: int                 # of those, samples whose own answer was applied
+    min_ms: float                 # L: the smallest loop delay
+    p50_ms: float                 # loop delays of the applied answers
+    p99_ms: float
+    max_ms: float
+    hold_p99_ms: float            # hold delays
+    hold_max_ms: float
+    delays_ms: list[float] = series()   # the applied answers' loop delays
+    hold_ms: list[float] = series()
+
+    @property
+    def jitter_ms(self) -> float:
+        """J: the largest hold delay less the smallest loop delay."""
+        return self.hold_max_ms - self.min_ms
+
+    @property
+    def jitter_p99_ms(self) -> float:
+        """The same with the 99th percentile of the hold delays (what the worst 1 % adds is left out)."""
+        return self.hold_p99_ms - self.min_ms
 
 
 @dataclass
@@ -166,6 +198,7 @@ class FlowResult(Result):
     clock_uncertainty_ms: float | None = optional()  # real machines: D's clock correction is known to ±this
     outages: list[dict[str, Any]] = field(default_factory=list)  # analysis.outages.per_outage
     delays_ms: list[float] = series()
+    sent_s: list[float] = series()                  # of each delay: the message's send time [s since the epoch]
     message_numbers: list[int] = series()           # of each delay: the message's place in the sending order, from 0
     periods_ms: list[float] = series()
 
@@ -259,6 +292,8 @@ class RunPoint(Result):
     overshoot: float | None = optional()
     delta_overshoot_pp: float | None = optional()
     settling_s: float | None = optional()
+    steps: int | None = optional()          # a square wave: its steps, and how many settled
+    steps_settled: int | None = optional()
     verdict: str | None = optional()
     rtt_mean_ms: float | None = optional()
     rtt_std_ms: float | None = optional()

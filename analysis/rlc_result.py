@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .results import LoopRunResult, PredictionResult, RunAnalysis, RunResult, to_json
+from .results import LoopRunResult, LoopTiming, PredictionResult, RunAnalysis, RunResult, to_json
 
 #: the keys of the generic analysis.json entry an rlc run's loop result writes itself
 _LOOP_KEYS = ("run_id", "transport", "status", "ok", "cell")
@@ -21,11 +21,13 @@ _LOOP_KEYS = ("run_id", "transport", "status", "ok", "cell")
 class RlcRunResult(RunResult):
     """An RLC-loop run: its loop (with ``loop.per_robot``, the first robot's: the one the loop
     tables show), every robot's loop by robot (per_robot only), and the prediction of its
-    response from its measured delays (when its loop could be analysed)."""
+    response from its measured delays and its loop delay in the terms of the margins (both when
+    its loop could be analysed)."""
 
     loop: LoopRunResult
     prediction: PredictionResult | None = None
     robot_loops: dict[str, LoopRunResult] = field(default_factory=dict)
+    timing: LoopTiming | None = None
 
     @property
     def ok(self) -> bool:
@@ -35,9 +37,9 @@ class RlcRunResult(RunResult):
     def run_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
         """The run's analysis.json entry: the loop result's keys at the top level (its run_id,
         transport, status, problems, ok, cell, ... first), then the generic entry's other keys,
-        with ``prediction`` this run's."""
+        with ``prediction`` and ``timing`` this run's."""
         rest = {k: v for k, v in entry.items() if k not in _LOOP_KEYS}
-        return self.loop.to_json() | rest | {"prediction": to_json(self.prediction)}
+        return self.loop.to_json() | rest | {"prediction": to_json(self.prediction), "timing": to_json(self.timing)}
 
 
 def rlc_result(a: RunAnalysis) -> RlcRunResult | None:
@@ -61,3 +63,9 @@ def robot_loops(a: RunAnalysis) -> dict[str, LoopRunResult]:
     """Every robot's loop of an rlc run with ``loop.per_robot``, by robot ({} otherwise)."""
     r = rlc_result(a)
     return r.robot_loops if r is not None else {}
+
+
+def rlc_timing(a: RunAnalysis) -> LoopTiming | None:
+    """The loop delay of an rlc run in the terms of the margins (None: not measured)."""
+    r = rlc_result(a)
+    return r.timing if r is not None else None

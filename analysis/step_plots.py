@@ -63,3 +63,70 @@ def typical_runs(deviation_iae: list[float], factor: float = 10.0) -> list[int]:
         return list(range(len(v)))
     limit = factor * float(np.median(v[ok]))
     return [i for i, x in enumerate(v) if np.isfinite(x) and x <= limit]
+
+
+def aligned_steps(t, y, base_y, steps: list[dict] | None, reference: float = 1.0) -> tuple[list, list]:
+    """Every step of one run and the baseline's as a step up of size 1 from the level before it:
+    (y − y at the step) / (level after − level before), each from its step's sample; a run with
+    no square wave is one step of ``reference`` from its first sample. Returns ([steps of y],
+    [steps of the baseline]), arrays on the run's sample grid."""
+    y, base_y = np.asarray(y, float), np.asarray(base_y, float)
+    if not steps:
+        size = reference or 1.0
+        return [(y - y[0]) / size], [(base_y - base_y[0]) / size]
+    ys, bs = [], []
+    for s in steps:
+        k, n = int(s["k"]), int(s["samples"])
+        size = s.get("size") or (1.0 if s["direction"] == "up" else -1.0)
+        ys.append((y[k:k + n] - y[k]) / size)
+        bs.append((base_y[k:k + n] - base_y[k]) / size)
+    return ys, bs
+
+
+def step_panels(groups: list[tuple[str, list[np.ndarray], list[np.ndarray], str]], period: float, path: Path,
+                title: str = "Step response per transport", band: tuple[float, float] = (10, 90)) -> Path:
+    """Small multiples, one panel per transport (``groups``: (transport, its steps, the baseline's
+    steps, a note), in reading order): the median of its steps (line, transport colour) with the
+    ``band`` percentiles over them (shaded; min–max with fewer than 5 steps) over the local
+    baseline's median step (black dashed), every step normalised to a step up of size 1 and cut to
+    the shortest step. Shared axes, so panels compare at a glance."""
+    n = max(len(groups), 1)
+    cols = min(4, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(2.35 * cols + 0.8, 1.75 * rows + 0.9), dpi=110, sharex=True,
+                             sharey=True, squeeze=False)
+    length = min((len(s) for _, steps, _, _ in groups for s in steps if len(s)), default=2)
+    t = np.arange(length) * period
+    lo_all, hi_all = [], []
+    for ax, (transport, steps, base, note) in zip(axes.flat, groups):
+        ys = np.array([s[:length] for s in steps if len(s) >= length])
+        bs = np.array([b[:length] for b in base if len(b) >= length])
+        if len(bs):
+            ax.step(t, np.median(bs, axis=0), where="post", color="black", lw=1.3, ls=(0, (4, 2)), zorder=4)
+        if len(ys):
+            color = transport_color(transport)
+            lo, hi = ((np.percentile(ys, band[0], axis=0), np.percentile(ys, band[1], axis=0)) if len(ys) >= 5
+                      else (ys.min(axis=0), ys.max(axis=0)))
+            ax.fill_between(t, lo, hi, step="post", color=color, alpha=0.25, lw=0, zorder=2)
+            ax.step(t, np.median(ys, axis=0), where="post", color=color, lw=1.6, zorder=3)
+            lo_all.append(lo.min())
+            hi_all.append(hi.max())
+        ax.set_title(f"{transport} {note}".strip(), fontsize=8, loc="left")
+        ax.grid(True, alpha=0.3)
+    for ax in list(axes.flat)[len(groups):]:
+        ax.set_visible(False)
+    if lo_all:
+        lo, hi = min(lo_all + [0.0]), max(hi_all + [0.0])
+        spread = hi - lo or 1.0
+        typical = float(np.median(hi_all))      # one transport far off must not flatten the others
+        top = min(hi, typical + 0.6 * max(typical - lo, 0.1))
+        axes[0, 0].set_ylim(lo - 0.05 * spread, top + 0.05 * (top - lo))
+    for ax in axes[-1, :]:
+        ax.set_xlabel("time since the step [s]", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("y / step size [1]", fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

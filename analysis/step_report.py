@@ -12,6 +12,7 @@ from .rendering import Section
 from .loop_sections import slug
 from .results import RunAnalysis
 from .rlc_result import rlc_loop
+from .tables import median_of, percent_text, sig
 
 RULES = ("Each step of every repetition is one sample; the interval is a 95 % percentile bootstrap of the "
          "median (2000 resamples, seeded). A difference is **clear** only when two transports' intervals do "
@@ -35,16 +36,35 @@ def summary(runs: list[RunAnalysis]) -> list[str]:
     return out
 
 
+#: the decision table's columns: the steps' verdict with the loop's delay and losses beside it
+HEADER = repeated_steps.HEADER[:4] + ["RTT p50 / p99 [ms]", "MDR y / u [%]"] + repeated_steps.HEADER[4:]
+
+
+def network_cells(runs: list[RunAnalysis]) -> list[str]:
+    """The loop's round trip (p50 / p99) and delivery (y / u) of a transport's runs: medians over them."""
+    loops = [loop for loop in map(rlc_loop, runs) if loop is not None and loop.ok]
+    return [f"{sig(median_of(l.rtt['p50_ms'] for l in loops))} / {sig(median_of(l.rtt['p99_ms'] for l in loops))}",
+            f"{percent_text(median_of(l.sensor.MDR for l in loops))} / "
+            f"{percent_text(median_of(l.actuation.MDR for l in loops))}"]
+
+
 def decision(runs: list[RunAnalysis], swept: bool) -> Section:
     """The decision table of repeated steps (replaces the single-step IAE table)."""
     section = Section("Decision table")
     section.p("Which transport keeps the loop closest to the local one, step by step: each step of the square "
-              "wave compared with the local baseline's step of the same direction (IAE(y − baseline) over the "
-              "step), its overshoot and 2 % settling time; medians over all steps with their intervals. " + RULES)
+              "wave compared with the local baseline's step of the same direction (IAE(y − baseline) per step), "
+              "beside the loop's round trip (RTT, sample → its u at the plant, medians over the runs) and its "
+              "delivery (MDR of y and u: a transport that lost messages shows it here, whatever its rank), the "
+              "steps' overshoot and 2 % settling time (a step that did not settle before the next one counts as "
+              "longer than any that did: \"not settled\" where it decides the median or an interval's end); medians over all steps with their intervals. " + RULES)
     for setting, ranked in ranked_by_setting(runs).items():
         if swept:
             section.h(3, setting)
-        section.table(repeated_steps.HEADER, repeated_steps.table_rows(ranked))
+        rows = repeated_steps.table_rows(ranked)
+        for row, r in zip(rows, ranked):
+            mine = [a for a in runs if a.transport == r.group.transport and degradation.setting_of(a) == setting]
+            row[4:4] = network_cells(mine)
+        section.table(HEADER, rows)
     return section
 
 
@@ -63,8 +83,8 @@ def section(runs: list[RunAnalysis], fig_dir: Path) -> Section:
                 steps = [s for s in r.group.steps if s["direction"] == direction]
                 g = repeated_steps.TransportSteps(r.group.transport, r.group.setting, steps)
                 rows.append([r.group.transport, direction, len(steps)] +
-                            [f"{g.median(m):.3g} [{repeated_steps._ci(g.interval(m))}]" if g.values(m) else "–"
-                             for m in ("iae_mVs", "delta_overshoot_pp", "delta_settling_s")])
+                            [repeated_steps.median_text(g, m) if g.values(m) else "–"
+                             for m in ("iae_mVs", "delta_overshoot_pp", "settling_s")] + [g.settled()])
     for setting, ranked in ranked_by_setting(runs).items():
         name = "step_intervals.png" if setting == degradation.NO_SWEEP else f"step_intervals__{slug(setting)}.png"
         where = "" if setting == degradation.NO_SWEEP else f" ({setting})"
@@ -72,9 +92,11 @@ def section(runs: list[RunAnalysis], fig_dir: Path) -> Section:
         out.fig(path, "Every step's IAE(y − baseline) per transport (dots), the median (bar) and its 95 % bootstrap "
                       "interval (thick line), best at the top; the shaded band is the best transport's interval: "
                       "a transport whose interval lies wholly right of it is clearly worse" + where + ".")
-    out.p("Per direction of the step: median [95 % bootstrap interval] of IAE(y − baseline) [mV·s], and of the "
-          "overshoot and settling time against the baseline's step (Δ, pp and s).")
-    out.table(["transport", "step", "steps", "IAE(y − baseline) [mV·s]", "Δovershoot [pp]", "Δsettling [s]"], rows)
+    out.p("Per direction of the step: median [95 % bootstrap interval] of IAE(y − baseline) per step, of the "
+          "overshoot against the baseline's step (Δ, pp), and of the 2 % settling time, where a step that did not "
+          "settle before the next one counts as longer than any that did (\"not settled\": half of them or more "
+          "did not); how many steps settled.")
+    out.table(["transport", "step", "steps", degradation.IAE_STEP, "Δovershoot [pp]", "settling [s]", "settled"], rows)
     traces = []
     for a in runs:
         loop = rlc_loop(a)

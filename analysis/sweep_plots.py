@@ -22,7 +22,7 @@ def degradation_scatter(groups: list[dict], x_key: str, xlabel: str, path: Path,
 
     fig, axes = plt.subplots(2, 1, figsize=(7.5, 6.4), dpi=110, sharex=True)
     settings = list(dict.fromkeys(g["setting"] for g in groups))
-    panels = (("iae_dev_mVs", "IAE(y − baseline) [mV·s]"), ("delta_overshoot_pp", "Δovershoot vs baseline [pp]"))
+    panels = (("iae_dev_mVs", "IAE(y − baseline) per run [mV·s]"), ("delta_overshoot_pp", "Δovershoot vs baseline [pp]"))
     hidden = 0
     for ax, (y_key, ylabel) in zip(axes, panels):
         overshoot = y_key == "delta_overshoot_pp"
@@ -57,7 +57,7 @@ def degradation_scatter(groups: list[dict], x_key: str, xlabel: str, path: Path,
     if iae.size and iae.max() > 100 * iae.min():      # spans decades: a log axis keeps the small ones visible
         axes[0].set_yscale("log")
         axes[0].set_ylim(bottom=iae.min() / 3)
-        axes[0].set_ylabel("IAE(y − baseline) [mV·s], log scale")
+        axes[0].set_ylabel("IAE(y − baseline) per run [mV·s], log scale")
     if hidden:
         axes[1].text(0.99, 0.97, f"{hidden} condition(s) with only unstable runs not shown (overshoot undefined)",
                      transform=axes[1].transAxes, ha="right", va="top", fontsize=7.5, color="#D00000")

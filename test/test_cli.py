@@ -54,7 +54,7 @@ def test_non_root_user_is_told_in_one_line_and_nothing_starts(tmp_path):
     results = tmp_path / "results"
     res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                           str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run",
-                          str(paths.EXPERIMENTS / "pound_fig21.yaml"), "--results", str(results)],
+                          str(paths.EXPERIMENTS / "pound_fig21.yaml"), "--out", str(results)],
                          capture_output=True, text=True, timeout=60, env=env)
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()

@@ -46,7 +46,7 @@ def test_compare_writes_side_by_side_tables(pair, monkeypatch, capsys):
     with open(tmp / "compare.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     for key in ga:
-        for field, label in (("iae_dev_mVs", "IAE(y − baseline) [mV·s]"), ("rtt_mean_ms", "RTT mean [ms]")):
+        for field, label in (("iae_dev_mVs", "IAE(y − baseline) per run [mV·s]"), ("rtt_mean_ms", "RTT mean [ms]")):
             row = next(r for r in rows if (r["setting"], r["transport"], r["quantity"]) == (*key, label))
             va, vb = ga[key]["stats"][field]["median"], gb[key]["stats"][field]["median"]
             assert float(row["A"]) == pytest.approx(va) and float(row["B"]) == pytest.approx(vb)

@@ -30,7 +30,7 @@ def _bad_files(tmp_path):
 def test_a_file_that_is_not_a_yaml_document_is_refused_in_one_line(tmp_path, command):
     for name, words in _bad_files(tmp_path).items():
         path = tmp_path / name
-        args = [NETLOOP, command, str(path)] + (["--results", str(tmp_path / "results")] if command == "run" else [])
+        args = [NETLOOP, command, str(path)] + (["--out", str(tmp_path / "results")] if command == "run" else [])
         r = subprocess.run(args, capture_output=True, text=True, timeout=60)
         assert r.returncode == 2, (name, r.stdout, r.stderr)
         lines = r.stderr.strip().splitlines()

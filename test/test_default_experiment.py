@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.root,
 
 def test_quick_default_experiment_produces_the_report(tmp_path):
     res = subprocess.run([str(paths.REPO / "bin" / "netloop"), "run", "--quick",
-                          str(paths.EXPERIMENTS / "pound_fig21.yaml"), "--results", str(tmp_path)],
+                          str(paths.EXPERIMENTS / "pound_fig21.yaml"), "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     report = Path(re.search(r"report written to (\S+)", res.stdout).group(1))
@@ -42,3 +42,12 @@ def test_quick_default_experiment_produces_the_report(tmp_path):
     text = report.read_text()
     assert "figures/step_response.png" in text and "## Flow `image`" in text
     assert (camp / "figures" / "step_response.png").stat().st_size > 10_000
+    # the control engineer's answer: the loop's margins, every complete transport against them
+    summary = text.split("## Summary\n", 1)[1].split("\n## ", 1)[0]
+    assert "**delay margin 148 ms**" in summary and "**jitter margin 90.4 ms**" in summary
+    measured = next(p for p in summary.split("\n\n") if p.startswith("Measured loop delay"))
+    complete = [c for c in cells if c["status"] == "complete"]
+    assert all(f"{c['transport']} " in measured for c in complete), measured
+    # its exports: the tables and one MCAP file per complete run
+    assert (camp / "steps.csv").is_file() and (camp / "margins.csv").is_file()
+    assert sorted(p.stem for p in (camp / "mcap").glob("*.mcap")) == sorted(c["run_id"] for c in complete)

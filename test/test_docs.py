@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from netloop import docgen, docgen_results, paths
+from netloop import docgen, docgen_example, docgen_results, paths
 
 REPO = paths.REPO
 NETLOOP = str(REPO / "bin" / "netloop")
@@ -57,10 +57,10 @@ def _git_md_files() -> list[str]:
 
 
 def checked_pages() -> list[str]:
-    """README.md, docs/*.md, docs/studies/*.md and every README.md of a folder, as paths from the
-    repository root."""
+    """README.md, CHANGELOG.md, docs/*.md, docs/studies/*.md and every README.md of a folder, as
+    paths from the repository root."""
     files = [f for f in _git_md_files() if (REPO / f).is_file()]
-    docs = [f for f in files if re.fullmatch(r"docs/(studies/)?[^/]+\.md", f)]
+    docs = [f for f in files if re.fullmatch(r"docs/(studies/)?[^/]+\.md", f) or f == "CHANGELOG.md"]
     readmes = [f for f in files if Path(f).name == "README.md"]
     return sorted(set(docs + readmes), key=lambda f: (f != "README.md", f))
 
@@ -119,14 +119,14 @@ def test_experiment_reference_is_current():
 
 def _loop_delays(cell, cfg, rng):
     n = cfg["loop"]["samples"]
-    base = {"tcp": 0.004, "udp": 0.0005}[cell.transport]
+    base = {"tcp": 0.004, "udp": 0.0005, "priority": 0.0002, "cyclonedds": 0.03}[cell.transport]
     return [base + rng.uniform(0, 0.002, n) for _ in range(2)]
 
 
 def test_results_block_copies_the_newest_campaign(tmp_path):
     """On a synthetic campaign of rlc_loopback: its date, machine, valid runs, Summary and first
-    table appear; an older campaign and a --quick one are passed over; an experiment with no
-    campaign gets the line saying how to measure it."""
+    table appear, no git revision; an older campaign and a --quick one are passed over; an
+    experiment with no campaign is in the table of those not measured, with its estimate."""
     from netloop.analysis import synthetic
     from netloop.analysis.report import write_report
 
@@ -152,9 +152,12 @@ def test_results_block_copies_the_newest_campaign(tmp_path):
     assert summary.splitlines()[0] in part
     assert "NOT THIS ONE" not in block
     assert "](" not in part                               # nothing links into the campaign directory
-    assert re.search(r"### pound_fig21\n\nnot measured yet: `bin/netloop run experiments/pound_fig21.yaml` "
-                     r"\(about \d+(\.\d)? (min|h), from --dry-run's estimate\)", block)
-    assert "experiments/real/rlc_wifi.yaml" in block
+    assert "; git " not in part                           # the revision stays in the campaign
+    assert re.search(r"^\| `experiments/pound_fig21.yaml` \| about \d+(\.\d)? (min|h) \| "
+                     r"\[pound\]\(studies/pound.md\), `--part fig21` \|$", block, re.M)
+    assert "### pound_fig21" not in block
+    assert re.search(r"\*\*Measured: 1 of the (\d+) shipped files\*\*.*\*\*Not measured: \d+\*\*", block)
+    assert "| `experiments/real/rlc_wifi.yaml` |" in block
 
 
 def test_results_block_keeps_what_it_cannot_measure_again(tmp_path):
@@ -163,35 +166,86 @@ def test_results_block_keeps_what_it_cannot_measure_again(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "results.md").write_text(
         "# Results\n\n<!-- generated: results (by `make docs`) -->\n\nhead\n\n### rlc_loopback\n\n"
-        "`experiments/rlc_loopback.yaml`, measured 2026-11-25 on X.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        "`experiments/rlc_loopback.yaml`, measured 2026-11-25 on X; git 0123abc4567 with local changes; "
+        "1 of 1 runs valid.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
         "### pound_fig21\n\nnot measured yet: `bin/netloop run experiments/pound_fig21.yaml` (about 5 min)\n\n"
         "<!-- end generated: results -->\n", encoding="utf-8")
     block = docgen_results.results(docgen.Context(tmp_path, tmp_path / "no-results"))
     part = block.split("### rlc_loopback", 1)[1].split("\n### ", 1)[0]
-    assert "measured 2026-11-25 on X." in part and "| 1 | 2 |" in part
-    assert re.search(r"### pound_fig21\n\nnot measured yet: `bin/netloop run experiments/pound_fig21.yaml` \(about", block)
+    assert "measured 2026-11-25 on X; 1 of 1 runs valid." in part and "| 1 | 2 |" in part   # kept, without git
+    assert re.search(r"^\| `experiments/pound_fig21.yaml` \| about", block, re.M)
 
 
-def test_a_campaign_made_the_example_gives_the_readme_its_headline(tmp_path):
-    """--example copies a campaign's report (not its runs) into docs/example_report, and the
-    README's headline block is its first summary paragraph and decision table, dated."""
+def test_one_campaign_made_the_example_feeds_every_statement_of_the_default_experiment(tmp_path):
+    """--example copies a campaign's report (not its runs) into docs/example_report; the README's
+    headline (its first summary paragraph and decision table), ros2.md's ROS 2 rows, pound.md's
+    Fig. 21 judgement and results.md's section of the default experiment all name that campaign
+    and its date; a newer campaign in results/ is pointed out, not quoted."""
     from netloop.analysis import synthetic
     from netloop.analysis.report import write_report
 
     camp = synthetic.write_campaign(tmp_path / "results" / "pound_fig21-20261125-120000", {
-        "name": "pound_fig21", "link": "loopback", "transport": ["tcp", "udp"], "repetitions": 2,
-        "loop": {"samples": 80}}, _loop_delays)
+        "name": "pound_fig21", "link": "loopback", "transport": ["udp", "priority", "cyclonedds"], "repetitions": 2,
+        "loop": {"samples": 120, "controller": {"square_wave": {"period": 2.0, "count": 1}}}}, _loop_delays)
     write_report(camp)
-    example = docgen_results.set_example(tmp_path, camp)
+    example = docgen_example.set_example(tmp_path, camp)
     assert (example / "report.md").read_text() == (camp / "report.md").read_text()
     assert (example / "report.html").is_file() and (example / "figures" / "step_response.png").is_file()
     assert not (example / "runs").exists()
+    assert sorted(p.name for p in (example / "mcap").glob("*.mcap")) == sorted(
+        p.name for p in (camp / "mcap").glob("*.mcap")) and len(list((camp / "mcap").glob("*.mcap"))) == 6
+
+    ctx = docgen.Context(tmp_path, tmp_path / "results")
+    day = json.loads(next((camp / "runs").glob("*/metadata.json")).read_text())["start_time"][:10]
+    named = f"campaign `{camp.name}`, measured {day} on "
     summary, table = docgen_results.report_extract((camp / "report.md").read_text(encoding="utf-8"))
-    headline = docgen_results.headline(docgen.Context(tmp_path, tmp_path / "results"))
-    assert summary.split("\n\n")[0] in headline and table.splitlines()[2] in headline
-    meta = json.loads(next((camp / "runs").glob("*/metadata.json")).read_text())
-    assert f"on {meta['start_time'][:10]}" in headline
-    assert "(docs/example_report/figures/step_response.png)" in headline
+    headline = docgen_example.headline(ctx)
+    assert named in headline and summary.split("\n\n")[0] in headline and table.splitlines()[2] in headline
+    assert "(docs/example_report/figures/step_intervals.png)" in headline
+
+    ex = docgen_example.read_example(tmp_path)
+    best = ex.transports()[0]
+    ros2 = docgen_example.example_ros2(ctx)
+    assert named in ros2 and "**cyclonedds** kept the loop closest" in ros2
+    assert "| cyclonedds |" in ros2 and f"| {best} |" in ros2
+    assert ("| udp |" in ros2) == (best == "udp")             # ROS 1's rows: only the best one
+
+    fig21 = docgen_example.example_fig21(ctx)
+    assert named in fig21 and "| Pound | `priority` |" in fig21 and "| UDP | `udp` |" in fig21
+    assert "cyclonedds" not in fig21.split("\n\n", 1)[1]     # the paper has no ROS 2 method
+    assert re.search(r"the paper's finding (holds|holds only in part|does not hold)", fig21)
+
+    block = docgen_results.results(ctx)
+    part = block.split("### pound_fig21", 1)[1].split("\n### ", 1)[0]
+    assert named in part and "(../README.md#headline-result)" in part and "newer" not in part
+    newer = tmp_path / "results" / "pound_fig21-20261126-120000"
+    newer.mkdir()
+    (newer / "report.md").write_text("# netloop report: pound_fig21-20261126-120000\n\n## Summary\n\nx\n")
+    part = docgen_results.results(ctx).split("### pound_fig21", 1)[1].split("\n### ", 1)[0]
+    assert named in part and f"--example results/{newer.name}" in part
+
+
+def test_example_blocks_find_columns_by_name_and_say_what_they_cannot_judge(tmp_path):
+    """The example's statements read the decision table by its columns' names (a report may grow
+    or reorder columns), and a campaign without Pound beside another of the paper's methods says
+    that it cannot judge Fig. 21 rather than leaving an older campaign's statement standing."""
+    report = tmp_path / "docs" / "example_report" / "report.md"
+    report.parent.mkdir(parents=True)
+    report.write_text(
+        "# netloop report: pound_fig21-20261201-080000\n\n- repetitions: 1\n- git abc1234; host X ×2; run on 2026-12-01\n"
+        "- runs: 2 (2 without problems)\n\n## Summary\n\n**tcp** kept the loop closest to local over 8 repeated steps.\n\n"
+        "## Decision table\n\n| transport | rank | RTT p50 / p99 [ms] | IAE(y − baseline) per step [mV·s] | verdict | clearly better than |\n"
+        "|---|---|---|---|---|---|\n| tcp | 1 | 3 / 9 | 4.0 [3–5] | best | rmw_fastrtps_cpp |\n"
+        "| rmw_fastrtps_cpp | 2 | 9 / 30 | 40 [30–50] | clearly worse by 36 mV·s | – |\n", encoding="utf-8")
+    ctx = docgen.Context(tmp_path, tmp_path / "results")
+    named = "campaign `pound_fig21-20261201-080000`, measured 2026-12-01 on X ×2, 1 repetition"
+    assert named in docgen_example.headline(ctx) and "2 transports, a square-wave reference" in docgen_example.headline(ctx)
+    ros2 = docgen_example.example_ros2(ctx)
+    assert "**rmw_fastrtps_cpp** kept the loop closest to local (rank 2 of 2: clearly worse by 36 mV·s); the best " \
+           "of all was tcp." in ros2 and "| tcp | 1 |" in ros2
+    fig21 = docgen_example.example_fig21(ctx)
+    assert named in fig21 and "has no `priority` row beside another of the paper's methods (tcp among its " \
+                              "transports), so it cannot judge Fig. 21." in fig21
 
 
 def test_report_extract_finds_the_first_table_after_the_summary():
@@ -329,6 +383,101 @@ def test_every_docs_page_is_reachable_from_the_readme():
     assert not [f for f in docs if f not in seen], f"not reachable from README.md: {[f for f in docs if f not in seen]}"
 
 
+# ---------------------------------------------------------------- (e) no diary; one index
+
+def diary_pages() -> list[str]:
+    """The user documentation that must carry no diary: README.md, docs/*.md, docs/studies/*.md."""
+    return [f for f in checked_pages() if f == "README.md" or re.fullmatch(r"docs/(studies/)?[^/]+\.md", f)]
+
+
+#: a commit hash: 7-40 hex digits with a digit and a letter, not part of a name or a path; an
+#: upstream source's pinned revision (``owner/repo@7e1de20``, ``file.py@143f8e4``) is a citation
+_HASH = re.compile(r"(?<![\w/.@-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])")
+_NOT_HASHES = {"ed25519"}
+#: a time of day: HH:MM (not a part of HH:MM:SS-like values such as sshd's 10:30:100)
+_CLOCK = re.compile(r"(?<![\d:.])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])")
+#: what makes HH:MM a time of day in its paragraph: a date, UTC, "the same day"
+_DATE_CONTEXT = re.compile(r"\b20\d\d-\d\d-\d\d\b|\bUTC\b|\b(?:same|that) day\b", re.I)
+_CAMPAIGN = re.compile(r"[\w.+-]+-\d{8}-\d{6}")
+
+
+def diary(text: str) -> list[str]:
+    """'line: what' for every commit hash, time of day and "this round" of a page, outside the
+    generated blocks that name their campaign (which keeps the revision and the time)."""
+    for m in docgen.BLOCK.finditer(text):
+        if _CAMPAIGN.search(m.group("body")):
+            text = text[:m.start()] + "\n" * m.group(0).count("\n") + text[m.end():]
+    found, paragraph = [], []
+    for n, line in enumerate(text.splitlines() + [""], 1):
+        if line.strip():
+            paragraph.append((n, line))
+            continue
+        dated = _DATE_CONTEXT.search(" ".join(ln for _, ln in paragraph))
+        for k, ln in paragraph:
+            found += [f"{k}: commit hash {h}" for h in _HASH.findall(ln) if h not in _NOT_HASHES]
+            found += [f"{k}: time of day {c}" for c in _CLOCK.findall(ln) if dated]
+            found += [f"{k}: 'this round'" for _ in re.findall(r"\bthis round\b", ln, re.I)]
+        paragraph = []
+    return found
+
+
+def test_no_generated_block_carries_a_revision_or_a_time_of_day(tmp_path, monkeypatch):
+    """make docs takes a git revision and a time of day out of whatever a generator writes."""
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "transports.md"
+    page.write_text("# T\n\n<!-- generated: transports (by `make docs`) -->\n<!-- end generated: transports -->\n")
+    monkeypatch.setitem(docgen.GENERATORS, "transports",
+                        lambda ctx: "Measured 2026-11-29 02:02 UTC on X; git 0123abcd45 with local changes; 4 runs")
+    assert docgen.run(tmp_path, tmp_path / "results", only=["transports"], out=io.StringIO(), err=io.StringIO()) == 0
+    assert "Measured 2026-11-29 on X; 4 runs" in page.read_text() and not diary(page.read_text())
+
+
+def test_diary_finds_what_it_should():
+    text = ("Measured 2026-11-26 17:49 UTC on X; git 6318db46c6 with local changes.\n\n"
+            "at 20:02 the same day, this round\n\nread at AIS-Bonn/nimbro_network@7e1de20; ssh-keygen -t ed25519; "
+            "MaxStartups 10:30:100; a 3:14 wait\n\n"
+            "<!-- generated: results (by `make docs`) -->\ncampaign `x-20261126-175133`, 17:51 UTC, git 0a1b2c3d\n"
+            "<!-- end generated: results -->\n"
+            "<!-- generated: cli (by `make docs`) -->\n2026-11-26 09:00 UTC\n<!-- end generated: cli -->\n")
+    assert diary(text) == ["1: commit hash 6318db46c6", "1: time of day 17:49", "3: time of day 20:02",
+                           "3: 'this round'", "11: time of day 09:00"]
+
+
+@pytest.mark.parametrize("page", diary_pages())
+def test_no_diary_in_the_documentation(page):
+    """No commit hash, time of day or "this round" in the user docs: a number keeps its date, its
+    machine and its campaign; the rest of its story is in CHANGELOG.md."""
+    found = diary((REPO / page).read_text(encoding="utf-8"))
+    assert not found, f"{page}: diary (move it to CHANGELOG.md, keep the date):\n" + "\n".join(found)
+
+
+def _linked_pages(page: str) -> set[str]:
+    out = set()
+    for _, target in links(page):
+        path_part = target.partition("#")[0]
+        if _local(target) and path_part:
+            dest = Path(os.path.normpath((REPO / page).parent / path_part))
+            if REPO in dest.parents:
+                out.add(dest.relative_to(REPO).as_posix().rstrip("/"))
+    return out
+
+
+def test_the_indexes_list_every_docs_page_and_no_changelog():
+    """docs/README.md and the README's docs table list every page of docs/ (the studies by their
+    folder's README), and neither lists CHANGELOG.md: it is no user page."""
+    pages = sorted({f for f in checked_pages() if re.fullmatch(r"docs/[^/]+\.md", f)} - {"docs/README.md"}
+                   | {"docs/studies"})
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
+    in_table = {t.rstrip("/") for t in re.findall(r"\]\((docs/[^)#\s]*)", table)}
+    in_table |= {"docs/studies" for t in set(in_table) if t == "docs/studies/README.md"}
+    in_index = _linked_pages("docs/README.md")
+    in_index |= {"docs/studies" for t in set(in_index) if t == "docs/studies/README.md"}
+    assert not [p for p in pages if p not in in_table], f"missing from README.md's docs table: {[p for p in pages if p not in in_table]}"
+    assert not [p for p in pages if p not in in_index], f"missing from docs/README.md: {[p for p in pages if p not in in_index]}"
+    assert "CHANGELOG.md" not in table and "CHANGELOG.md" not in in_index
+
+
 # ---------------------------------------------------------------- (d) runnable commands
 
 def sh_commands(page: str) -> list[tuple[int, str]]:
@@ -384,7 +533,7 @@ def as_run(command: str, tmp: Path) -> str | None:
         elif words[:2] == ["bin/netloop", "run"] and "--dry-run" not in words:
             files = [w for w in words[2:] if w.endswith((".yaml", ".yml"))]
             if files and all(_is_loopback(f) for f in files):
-                segment += f" --quick --results {shlex.quote(str(tmp))}"
+                segment += f" --quick --out {shlex.quote(str(tmp))}"
             else:
                 segment = "bin/netloop run --dry-run " + shlex.join(words[2:])
         parts.append(segment)
@@ -403,7 +552,7 @@ def test_command_rules(tmp_path):
     assert as_run("sudo bin/netloop run experiments/pound_fig21.yaml", tmp_path) == \
         "bin/netloop run --dry-run experiments/pound_fig21.yaml"
     assert as_run("bin/netloop run experiments/rlc_loopback.yaml", tmp_path) == \
-        f"bin/netloop run experiments/rlc_loopback.yaml --quick --results {tmp_path}"
+        f"bin/netloop run experiments/rlc_loopback.yaml --quick --out {tmp_path}"
     assert as_run("bin/netloop run --dry-run experiments/pound_fig21.yaml", tmp_path) == \
         "bin/netloop run --dry-run experiments/pound_fig21.yaml"
 

@@ -115,7 +115,7 @@ def test_cli_refuses_invalid_experiment_and_starts_nothing(tmp_path, ros_env):
     bad.write_text("transport: [tcp, quic]\n")
     results = tmp_path / "results"
     res = subprocess.run([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run", str(bad),
-                          "--results", str(results)], env=ros_env, capture_output=True, text=True, timeout=60)
+                          "--out", str(results)], env=ros_env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2
     assert "transport[1]: unknown transport 'quic'" in res.stderr
     assert "allowed: tcp, tcp_nodelay, udp" in res.stderr

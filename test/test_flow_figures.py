@@ -143,3 +143,20 @@ def test_a_long_run_is_drawn_as_medians_and_says_so(tmp_path):
     assert caption.startswith("Round-trip time of each message against its number")
     assert f"more than {sequence_figure.MAX_POINTS} messages" in caption and "(up to 4 a point)" in caption
     assert "mean of the runs" not in caption and "one panel per setting" not in caption
+
+
+def test_a_flows_mcap_file_holds_each_delivered_messages_delay(sequence_campaign):
+    """A flows-only run's MCAP file: one channel per flow, one message per delivered message, its
+    delay in seconds at its send time, in the order sent."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    f = analyse_run(sequence_campaign / "runs" / "udp-r1").flows[0]
+    with open(sequence_campaign / "mcap" / "udp-r1.mcap", "rb") as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        summary = reader.get_summary()
+        assert [c.topic for c in summary.channels.values()] == ["/flows/hello/delay"]
+        got = [(m.log_time, d.data) for _s, _c, m, d in reader.iter_decoded_messages()]
+    assert len(got) == len(f.delays_ms) == MESSAGES - len(range(5, MESSAGES, 97))
+    np.testing.assert_allclose([d for _, d in got], 1e-3 * np.asarray(f.delays_ms), rtol=1e-12)
+    assert [t for t, _ in got] == sorted(t for t, _ in got)

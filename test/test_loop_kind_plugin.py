@@ -214,6 +214,6 @@ def test_a_run_holds_one_kind_result_which_writes_its_entry_and_says_ok():
     rlc = RunAnalysis(loop_type="rlc", result=RlcRunResult(loop), problems=["late"], **generic)
     entry = rlc.to_json()
     assert rlc.ok and rlc_loop(rlc) is loop and rlc_result(rlc).prediction is None
-    assert list(entry) == list(loop.to_json()) + ["loop_type", "degradation", "prediction", "flows"]
+    assert list(entry) == list(loop.to_json()) + ["loop_type", "degradation", "prediction", "flows", "timing"]
     assert entry["problems"] == ["late"] and entry["samples"] == 5 and entry["prediction"] is None
     assert not RunAnalysis(loop_type="rlc", result=RlcRunResult(LoopRunResult("x", "udp", "failed")), **generic).ok

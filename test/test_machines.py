@@ -224,7 +224,7 @@ def test_the_offset_is_interpolated_over_the_run_and_held_outside_it():
 # --- the lab: experiments through SSH ---------------------------------------------------------
 
 def _run(lab: SshLab, exp: Path, out: Path, *args: str, timeout: float = 400) -> Path:
-    r = lab.netloop("run", str(exp), "--results", str(out), *args, timeout=timeout)
+    r = lab.netloop("run", str(exp), "--out", str(out), *args, timeout=timeout)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (campaign,) = [p for p in out.iterdir() if p.is_dir()]
     return campaign
@@ -237,7 +237,7 @@ def _long_run_through_ssh(tmp_path: Path):
     doc = dict(RLC_AND_FLOW, transport="tcp_nodelay", loop=dict(RLC_AND_FLOW["loop"], samples=1500))  # 30 s
     exp = _write(tmp_path, doc)
     with SshLab("ethernet", tmp_path / "lab") as lab:
-        proc = lab.popen_netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines",
+        proc = lab.popen_netloop("run", str(exp), "--out", str(tmp_path / "out"), "--machines",
                                  str(lab.hosts_file()))
         try:
             yield lab, proc
@@ -278,7 +278,7 @@ def test_an_experiment_through_ssh_gives_what_it_gives_through_namespaces(tmp_pa
         ssh_campaign = _run(lab, exp, tmp_path / "ssh", "--machines", str(hosts))
         assert lab.processes_in("robot") == [] and lab.processes_in("operator") == []
         assert not any((tmp_path / "lab" / "robot_runs").iterdir())   # fetched, then removed there
-    ns = subprocess.run([str(paths.REPO / "bin" / "netloop"), "run", str(exp), "--results", str(tmp_path / "ns")],
+    ns = subprocess.run([str(paths.REPO / "bin" / "netloop"), "run", str(exp), "--out", str(tmp_path / "ns")],
                         capture_output=True, text=True, timeout=400)
     assert ns.returncode == 0, ns.stderr[-3000:]
     (ns_campaign,) = list((tmp_path / "ns").iterdir())
@@ -362,7 +362,7 @@ def test_bad_machines_are_refused_before_anything_starts_one_line_each(tmp_path)
         doc["hosts"]["robot2"] = dict(doc["hosts"]["relay"], address="10.77.0.9", root=None,   # nobody there
                                       ssh=dict(doc["hosts"]["relay"]["ssh"], connect_timeout=2))
         hosts.write_text(yaml.safe_dump(doc))
-        r = lab.netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(hosts), timeout=120)
+        r = lab.netloop("run", str(exp), "--out", str(tmp_path / "out"), "--machines", str(hosts), timeout=120)
         assert r.returncode == 2, r.stdout + r.stderr
         lines = r.stderr.strip().splitlines()
         assert "the machines cannot run this experiment" in lines[0]
@@ -402,7 +402,7 @@ def test_a_revision_mismatch_is_a_warning_or_a_refusal(tmp_path):
         (warning,) = meta["link"]["warnings"]
         assert warning.startswith("robot (10.77.0.1): netloop at revision") and "not be comparable" in warning
         refuse = lab.hosts_file("strict", robot={"root": str(tree)}, revision_mismatch="refuse")
-        r = lab.netloop("run", str(exp), "--results", str(tmp_path / "out2"), "--machines", str(refuse))
+        r = lab.netloop("run", str(exp), "--out", str(tmp_path / "out2"), "--machines", str(refuse))
         assert r.returncode == 2 and "revision_mismatch: refuse" in r.stderr, r.stderr
 
 
@@ -575,7 +575,7 @@ def test_a_silent_network_stops_the_robot_the_driver_first_and_the_next_run_star
         timeout = DEFAULT_HEARTBEAT_S
         bound = timeout + 1.0 + 3.0 + 1.5          # driver 2.5 s, the others 1 s later, SIGINT's grace, slack
         # (without the operator's master a ROS node's shutdown hangs unregistering: SIGKILL ends it)
-        proc = lab.popen_netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(hosts))
+        proc = lab.popen_netloop("run", str(exp), "--out", str(tmp_path / "out"), "--machines", str(hosts))
         silence = lab.silence(duration=45.0)     # at most: ended once the run failed and tried fetching
         try:
             driving = _wait_for(lambda: (_car_state(state).get("controller") or {}).get("commands", 0) > 20, 120)
@@ -655,7 +655,7 @@ def test_processes_of_an_earlier_run_refuse_the_run_until_cleaned(tmp_path):
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             assert _wait_for(lambda: any("sleep 300" in c for c in lab.processes_in("robot")), 20)
-            r = lab.netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", str(hosts))
+            r = lab.netloop("run", str(exp), "--out", str(tmp_path / "out"), "--machines", str(hosts))
             assert r.returncode == 2, r.stdout + r.stderr
             lines = r.stderr.strip().splitlines()
             assert "the machines cannot run this experiment" in lines[0] and len(lines) == 2, lines

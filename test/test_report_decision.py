@@ -54,9 +54,10 @@ def _rows(section: str) -> dict[str, list[str]]:
 def test_the_decision_table_follows_the_summary(campaign):
     md = (campaign / "report.md").read_text()
     headings = re.findall(r"^## (.+)$", md, re.M)
-    assert headings[:3] == ["Summary", "Decision table", "Step response against the local baseline"]
+    assert headings[:4] == ["Summary", "Decision table", "Stability margins", "Step response against the local baseline"]
     html = (campaign / "report.html").read_text()
-    assert html.index("<h2>Summary</h2>") < html.index("<h2>Decision table</h2>") < html.index("<h2>Step response")
+    assert (html.index("<h2>Summary</h2>") < html.index("<h2>Decision table</h2>") < html.index("<h2>Stability margins")
+            < html.index("<h2>Step response"))
     header = next(line for line in _section(md, "Decision table").splitlines() if line.startswith("| rank"))
     assert len(header.strip("|").split(" | ")) <= 8
 

@@ -67,8 +67,12 @@ def campaign(tmp_path_factory):
 def test_html_is_self_contained_and_has_every_figure(campaign):
     html = (campaign / "report.html").read_text()
     md = (campaign / "report.md").read_text()
-    refs = re.findall(r"""(?:src|href)\s*=\s*["']([^"']*)["']""", html)
-    assert refs and all(r.startswith("data:image/png;base64,") for r in refs), [r[:40] for r in refs]
+    srcs = re.findall(r"""src\s*=\s*["']([^"']*)["']""", html)
+    assert srcs and all(r.startswith("data:image/png;base64,") for r in srcs), [r[:40] for r in srcs]
+    # the only links: the report's own exports, files beside it (CSV tables, the runs' MCAP files)
+    links = re.findall(r"""href\s*=\s*["']([^"']*)["']""", html)
+    assert links and all((campaign / link).is_file() and not re.match(r"\w+:", link) for link in links), links
+    assert {"runs.csv", "steps.csv", "margins.csv"} <= set(links) and any(link.startswith("mcap/") for link in links)
     assert "<link" not in html and "<script" not in html and "url(" not in html
     figures = re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", md)
     assert len(figures) == html.count("<img ") and len(figures) >= 6
@@ -110,15 +114,15 @@ def test_csv_tables_match_the_analysis(campaign):
     assert len([r for r in rows if "delay_ms" in r]) == 8
     a = analyse_loop_run(load_loop_run(campaign / "runs" / "tcp__delay_ms=15-r1"))
     r = rows["tcp__delay_ms=15-r1"]
-    assert float(r["IAE(y − baseline) [mV·s]"]) == pytest.approx(1e3 * a.deviation["IAE"])
+    assert float(r["IAE(y − baseline) per run [mV·s]"]) == pytest.approx(1e3 * a.deviation["IAE"])
     assert float(r["RTT mean [ms]"]) == pytest.approx(a.rtt["mean_ms"])
     assert r["setting"] == "delay_ms=15" and r["repetition"] == "1" and r["verdict"] == "settled"
     with open(campaign / "conditions.csv", newline="") as f:
         groups = {(g["setting"], g["transport"]): g for g in csv.DictReader(f)}
     g = groups[("delay_ms=15", "tcp")]
-    vals = [float(rows[f"tcp__delay_ms=15-r{k}"]["IAE(y − baseline) [mV·s]"]) for k in (0, 1)]
-    assert g["runs"] == "2" and float(g["IAE(y − baseline) [mV·s] mean"]) == pytest.approx(np.mean(vals))
-    assert float(g["IAE(y − baseline) [mV·s] max"]) == pytest.approx(max(vals))
+    vals = [float(rows[f"tcp__delay_ms=15-r{k}"]["IAE(y − baseline) per run [mV·s]"]) for k in (0, 1)]
+    assert g["runs"] == "2" and float(g["IAE(y − baseline) per run [mV·s] mean"]) == pytest.approx(np.mean(vals))
+    assert float(g["IAE(y − baseline) per run [mV·s] max"]) == pytest.approx(max(vals))
     with open(campaign / "prediction.csv", newline="") as f:
         pred = {p["run"]: p for p in csv.DictReader(f)}
     assert float(pred["tcp__delay_ms=15-r1"]["measured RMS [mV]"]) < 1e-6

@@ -33,7 +33,7 @@ VERDICTS = {core.MATCH, core.MISS, core.ONLY, core.NOT_MEASURED, core.HOLDS, cor
 @pytest.mark.parametrize("study", ["jordan", "sanap"])
 def test_a_quick_reproduction_runs_every_part_and_judges_every_row(study, tmp_path):
     res = subprocess.run([str(paths.REPO / "bin" / "netloop"), "reproduce", study, "--quick",
-                          "--results-parent", str(tmp_path)], capture_output=True, text=True, timeout=1450)
+                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=1450)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     out = [d for d in tmp_path.iterdir() if d.name.startswith(f"reproduce_{study}-quick-")]
     assert len(out) == 1, sorted(p.name for p in tmp_path.iterdir())

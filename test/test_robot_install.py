@@ -253,7 +253,7 @@ def test_make_robot_installs_and_builds_only_what_runs_on_a_robot(robot):
 
 
 def _run(lab: SshLab, exp: Path, out: Path, hosts: Path) -> subprocess.CompletedProcess:
-    return lab.netloop("run", str(exp), "--results", str(out), "--machines", str(hosts), timeout=600)
+    return lab.netloop("run", str(exp), "--out", str(out), "--machines", str(hosts), timeout=600)
 
 
 def _write(tmp: Path, doc: dict) -> Path:

@@ -13,7 +13,6 @@ from test_ros2_nodes import MIDDLEWARES, Loopback, start
 
 pytestmark = pytest.mark.integration
 
-cyclonedds = pytest.importorskip("cyclonedds")
 from cyclonedds.core import Policy, Qos  # noqa: E402
 from cyclonedds.domain import DomainParticipant  # noqa: E402
 from cyclonedds.idl import IdlStruct  # noqa: E402

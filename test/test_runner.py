@@ -134,7 +134,7 @@ def start_cli_run(tmp_path: Path, samples: int) -> tuple[subprocess.Popen, Path]
     results = tmp_path / "results"
     env = dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
     proc = subprocess.Popen([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run", str(exp),
-                             "--results", str(results)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                             "--out", str(results)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     run_dir_box = []
 
     def recording():
@@ -216,7 +216,7 @@ def test_a_run_judged_invalid_is_kept_and_run_again(tmp_path):
     results = tmp_path / "results"
     env = dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
     proc = subprocess.Popen([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run", str(exp),
-                             "--results", str(results)], env=env, stdout=subprocess.PIPE,
+                             "--out", str(results)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
         def looping():

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
+from netloop.cli_options import parse_link_params
 from netloop.schema import ConfigError
 from netloop.testbed import Testbed, TestbedError, load_profile, profile_names
 from netloop.testbed.links import ShapedLink, StatsFile
-from netloop.testbed.profiles import parse_set
 
 
 def test_every_profile_file_is_valid():
@@ -94,10 +94,10 @@ def test_overrides_apply_and_directions_inherit():
     d = ShapedLink(prof).directions()
     assert d["to_operator"]["delay_ms"] == 20 and d["to_robot"]["delay_ms"] == 5
     assert d["to_operator"]["loss"] == 0.1 and d["to_robot"]["loss"] == 0.0
-    assert parse_set(["delay_ms=20", "reorder=true", "jitter_dist=normal"]) == {
+    assert parse_link_params(["delay_ms=20", "reorder=true", "jitter_dist=normal"]) == {
         "delay_ms": 20, "reorder": True, "jitter_dist": "normal"}
     with pytest.raises(ConfigError):
-        parse_set(["delay_ms"])
+        parse_link_params(["delay_ms"])
 
 
 def test_testbed_validates_dicts_and_hosts():

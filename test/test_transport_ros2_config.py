@@ -25,10 +25,11 @@ CY = "{https://cdds.io/config}"
 FD = "{http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles}"
 
 
-def plan(discovery="multicast", shared=False, mode="peer"):
+def plan(discovery="multicast", shared=False, mode="peer", message_size="rmw"):
     addr = {h: "127.0.0.1" for h in ADDRESS} if shared else ADDRESS
     return ros2config.NetPlan([ros2config.HostNet(h, a, "lo" if shared else "net0", 1500) for h, a in addr.items()],
-                              discovery, shared, mode, ADDRESS["operator"] if mode == "router" else None)
+                              discovery, shared, mode, ADDRESS["operator"] if mode == "router" else None,
+                              message_size=message_size)
 
 
 def started(name, tmp_path, options=None, topics=TOPICS, topic_qos=None, monkeypatch=None):
@@ -64,9 +65,9 @@ def test_the_ros2_words_are_registered_after_the_ros1_words():
 def test_options_defaults_and_every_bad_option_names_its_key():
     opts = validate(get_transport("cyclonedds").options_schema, {})
     assert opts == {"deployment": "native", "qos": "default", "reliability": None, "durability": None,
-                    "depth": None, "discovery": "multicast", "domain_id": 0}
+                    "depth": None, "discovery": "multicast", "domain_id": 0, "message_size": "rmw"}
     bad = {"deployment": "ros1_bridge", "qos": "best", "reliability": "sometimes", "durability": "persistent",
-           "depth": 0, "discovery": "dns", "domain_id": 233}
+           "depth": 0, "discovery": "dns", "domain_id": 233, "message_size": "jumbo"}
     for key, value in bad.items():
         with pytest.raises(ConfigError) as err:
             validate_experiment({"transport": "fastdds", "transport_options": {"fastdds": {key: value}}}, name="x")
@@ -148,6 +149,9 @@ def test_cyclonedds_xml_multicast_and_peers():
     general = root.find(f"{CY}Domain/{CY}General")
     assert general.find(f"{CY}Interfaces/{CY}NetworkInterface").get("address") == "10.77.0.1"
     assert general.find(f"{CY}AllowMulticast").text == "spdp"
+    # rmw_cyclonedds_cpp leaves Cyclone's message and fragment sizes (14,720 and 1,344 bytes)
+    assert general.find(f"{CY}MaxMessageSize") is None and general.find(f"{CY}FragmentSize") is None
+    general = ET.fromstring(ros2config.cyclonedds_xml(plan(message_size="mtu"), "robot")).find(f"{CY}Domain/{CY}General")
     assert general.find(f"{CY}MaxMessageSize").text == "1472B"          # one IP packet on a 1500-byte MTU
     assert int(general.find(f"{CY}FragmentSize").text[:-1]) + ros2config.RTPS_OVERHEAD_BYTES <= 1472
     assert root.find(f"{CY}Domain/{CY}Discovery/{CY}Peers") is None
@@ -176,6 +180,27 @@ def test_fastdds_xml_default_profile_without_shared_memory():
     assert peers == ["10.77.0.1", "10.77.0.2"]
     multicast = ET.fromstring(ros2config.fastdds_xml(plan(), "robot"))
     assert not list(multicast.iter(f"{FD}initialPeersList"))
+
+
+def test_fastdds_and_cyclonedds_writers_as_the_rmws_configure_them(tmp_path, monkeypatch):
+    """What rmw_fastrtps_cpp / rmw_cyclonedds_cpp (Jazzy) leave to the library stays the
+    library's: no RTPS message size (Fast DDS 65,500 bytes) and no heartbeat or flow controller
+    in the profiles; the writers' publish mode (synchronous), history memory and data sharing are
+    set by the nodes as the rmw sets them. ``message_size: mtu`` caps messages at the MTU."""
+    root = ET.fromstring(ros2config.fastdds_xml(plan(), "robot"))
+    assert not list(root.iter(f"{FD}maxMessageSize"))
+    assert not [e for e in root.iter() if e.tag.split("}")[-1] in
+                ("heartbeatPeriod", "publishMode", "flow_controller_descriptors", "data_writer", "publisher")]
+    capped = ET.fromstring(ros2config.fastdds_xml(plan(message_size="mtu"), "robot"))
+    assert int(next(capped.iter(f"{FD}maxMessageSize")).text) == 1472
+    t, _ = started("cyclonedds", tmp_path, {"message_size": "mtu"}, monkeypatch=monkeypatch)
+    assert "<MaxMessageSize>1472B</MaxMessageSize>" in (tmp_path / "transport" / "robot.xml").read_text()
+    source = (Path(__file__).resolve().parents[1] / "src" / "ros2" / "fastdds.cpp").read_text()
+    for setting in ("wqos.publish_mode().kind = eprosima::fastdds::dds::SYNCHRONOUS_PUBLISH_MODE",
+                    "wqos.endpoint().history_memory_policy = eprosima::fastrtps::rtps::PREALLOCATED_WITH_REALLOC",
+                    "wqos.data_sharing().off()", "rqos.data_sharing().off()"):
+        assert setting in source, setting
+    assert "message_size" not in validate(ros2.options_schema("zenoh"), {})     # DDS only
 
 
 def test_zenoh_json5_scouting_peers_and_router():
@@ -243,6 +268,7 @@ def test_bridge_starts_one_bridge_per_host(tmp_path, monkeypatch):
     assert image["md5sum"] == "a" * 32 and image["definition"]
     assert robot["middleware"] == "fastdds" and robot["middleware_config"].endswith("transport/robot.xml")
     assert robot["stats_path"].endswith("records/relay_ros2_bridge_robot_stats.jsonl")
+    assert "<maxMessageSize>" not in (tmp_path / "transport" / "robot.xml").read_text()   # message_size: rmw
     assert t.endpoint_params("/y", 40, "subscriber", node="controller", host="operator") == \
         {"transport": "tcp_nodelay"}
 
@@ -311,7 +337,8 @@ def test_a_machine_whose_build_lacks_the_middleware_is_refused(tmp_path, monkeyp
 
 
 def test_rtps_message_size_on_loopback_stays_within_fast_dds_limit():
-    lo = ros2config.NetPlan([ros2config.HostNet(h, "127.0.0.1", "lo", 65536) for h in ADDRESS], "multicast", True)
+    lo = ros2config.NetPlan([ros2config.HostNet(h, "127.0.0.1", "lo", 65536) for h in ADDRESS], "multicast", True,
+                            message_size="mtu")
     root = ET.fromstring(ros2config.fastdds_xml(lo, "robot"))
     assert int(next(root.iter(f"{FD}maxMessageSize")).text) == 65000      # Fast DDS refuses more
 

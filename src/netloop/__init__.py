@@ -1,4 +1,4 @@
-"""netloop: control-over-network experiments for ROS1.
+"""netloop: control-over-network experiments for ROS 1 and ROS 2.
 
 The Python side of the package: experiment orchestration (``netloop.cli``), the testbed,
 analysis (``netloop.analysis``, sources in the top-level ``analysis/`` folder) and the
@@ -21,7 +21,22 @@ from pathlib import Path as _Path
 
 __path__ = _pkgutil.extend_path(__path__, __name__)
 
-__version__ = "0.1.0"
+
+
+def _package_version() -> str:
+    """The version in package.xml, netloop's one version (catkin's setup.py reads the same file);
+    package.xml is at the repository root in a checkout, in ``share/netloop`` when installed."""
+    import re as _re
+    from .paths import REPO
+    try:
+        text = (REPO / "package.xml").read_text(encoding="utf-8")
+    except OSError:
+        return "unknown"
+    found = _re.search(r"<version>\s*([^<\s]+)\s*</version>", text)
+    return found.group(1) if found else "unknown"
+
+
+__version__ = _package_version()
 
 #: Subpackages whose sources are a top-level folder of the same name (setup.py lists the same).
 FOLDER_SUBPACKAGES = ("analysis", "car_driver")

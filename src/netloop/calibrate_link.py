@@ -4,8 +4,8 @@ and II) and the single-flow bandwidth against message size (Fig. 19).
 
     netloop calibrate wifi6                      both: pound_tables_1_2.yaml and pound_fig19.yaml
     netloop calibrate wifi6 --part tables        only Tables I-II (--part fig19: only Fig. 19)
-    netloop calibrate wifi6 --results DIR        only compare a campaign already run (no run);
-                                                 --fig19-results DIR the same for Fig. 19
+    netloop calibrate wifi6 --campaign DIR       only compare a campaign already run (no run);
+                                                 --fig19-campaign DIR the same for Fig. 19
     netloop calibrate wifi6 --transports tcp,udp run only those transports
     netloop calibrate wifi6 --link-param background_pairs=1 --link-param background_mbit=0.5
                                                  the profile with these values (to calibrate them)
@@ -32,8 +32,8 @@ import json
 import sys
 from pathlib import Path
 
-import yaml
 
+from . import cli_options as opt
 from . import paths
 from .run_files import has_analysis
 from .studies import pound
@@ -200,16 +200,14 @@ def run_campaign(experiment: str, profile: str, transports: list[str] | None,
     directory."""
     from . import runner
     from .analysis.report import write_report
-    from .experiment import load_experiment, validate_experiment
+    from .experiment import load_experiment, select_transports, validate_experiment
     from .schema import to_dict
     exp = load_experiment(str(paths.EXPERIMENTS / experiment))
     data = to_dict(copy.deepcopy(exp))
     data["link"] = profile
     data["link_params"] = dict(link_params or {})
     data["name"] = f"calibrate_{profile}_{Path(experiment).stem}"
-    if transports:
-        data["transport"] = transports
-    exp = validate_experiment(data, name=data["name"])
+    exp = select_transports(validate_experiment(data, name=data["name"]), transports)
     out = runner.campaign_dir_for(exp, results_parent)
     print(f"netloop calibrate: running {exp.name} ({len(exp.transport)} transports) into {out}",
           flush=True)
@@ -279,27 +277,13 @@ def air_qos_line(profile: str, link_params: dict | None = None) -> str:
             " (qos: true, e.g. wifi6_qos, turns it on)")
 
 
-def parse_link_params(items: list[str]) -> dict:
-    """``["key=value", ...]`` -> {key: value} (values read as YAML scalars); ConfigError
-    naming the item when one has no ``=``."""
-    from .schema import ConfigError
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError("--link-param", f"{item!r} is not KEY=VALUE (e.g. background_pairs=1)")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
-
-
 def main(args) -> int:
     parts = ["tables", "fig19"] if args.part == "all" else [args.part]
-    link_params = parse_link_params(args.link_param)
-    given = {"tables": args.results, "fig19": args.fig19_results}
+    link_params = opt.parse_link_params(args.link_param)
+    given = {"tables": args.campaign, "fig19": args.fig19_campaign}
     campaigns = {p: Path(given[p]) for p in parts if given[p]}
     if not campaigns:     # nothing given: run what was asked for
-        transports = args.transports.split(",") if args.transports else None
-        campaigns = run_campaigns(args.profile, parts, transports, args.results_parent, link_params)
+        campaigns = run_campaigns(args.profile, parts, args.transports, args.out, link_params)
     report, text = summarize(campaigns, args.profile)
     qos = air_qos_line(args.profile, link_params)
     print(text + (f"\n\n{qos}" if qos else ""))
@@ -315,15 +299,15 @@ def register(sub) -> None:
     p.add_argument("--part", choices=["all", "tables", "fig19"], default="all",
                    help="which comparison: the two-flow Tables I-II, the bandwidth sweep of "
                         "Fig. 19, or both (default)")
-    p.add_argument("--results", help="compare this Tables I-II campaign directory instead of running one")
-    p.add_argument("--fig19-results", help="compare this Fig. 19 campaign directory instead of running one")
-    p.add_argument("--results-parent", type=Path, default=None,
-                   help="parent directory for the new campaign (default results/)")
-    p.add_argument("--transports", help="comma-separated subset of the transports to run")
-    p.add_argument("--link-param", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a key of the link profile for this calibration (repeatable), "
-                        "e.g. frame_error_rate=0.05")
+    opt.add_campaign(p, "compare this Tables I-II campaign instead of running one", metavar="CAMPAIGN")
+    p.add_argument("--fig19-campaign", metavar="CAMPAIGN", help="compare this Fig. 19 campaign instead of running one")
+    opt.add_out(p, "where the new campaigns go: new folders in DIR (default results/)")
+    opt.add_transports(p, of="the scenarios'")
+    opt.add_link_param(p, "set a key of the link profile for this calibration")
     p.add_argument("--json", help="also write the table as JSON to this file")
+    opt.renamed(p, "--results", opt.CAMPAIGN)
+    opt.renamed(p, "--fig19-results", "--fig19-campaign")
+    opt.renamed(p, "--results-parent", opt.OUT)
     p.set_defaults(func=main)
 
 

@@ -1,7 +1,9 @@
 """The ``netloop`` command.
 
-    netloop run EXPERIMENT.yaml [--results DIR] [--dry-run]   run an experiment, then report
-    netloop report RESULTS_DIR                                 (re)write report.html, report.md, figures
+    netloop --version                                          the version (package.xml's)
+    netloop run EXPERIMENT.yaml [--out DIR] [--dry-run]        run an experiment, then report
+    netloop run --shard K/N [--transports A,B] EXPERIMENT.yaml one share of its cells, some transports
+    netloop report CAMPAIGN [CAMPAIGN ...]                     (re)write a report; several shards: merge
     netloop validate EXPERIMENT.yaml ...                       check experiment files only
     netloop compare A B [--out DIR]                            two campaigns side by side
     netloop plot --live | RUN_DIR                              the loop's signals, live or recorded
@@ -10,7 +12,7 @@
     netloop bag lidar --world W --out F.bag                    record one from the simulated car
     netloop bench [--out DIR] [--only PARTS]                   latency and throughput benchmarks
     netloop calibrate PROFILE [--part all|tables|fig19]        published vs netloop (Pound Tables I-II, Fig. 19)
-    netloop reproduce STUDY [--quick] | --list                  a study's files run, published vs netloop
+    netloop reproduce STUDY [--quick] | --list                 a study's files run, published vs netloop
     netloop fetch RUN_DIR [--machines HOSTS]                   records a real-machine run left on its machines
 
 Building the parser imports Python's standard library and PyYAML only: every module a
@@ -31,6 +33,7 @@ import os
 import sys
 from pathlib import Path
 
+from . import cli_options as opt
 from .schema import ConfigError
 
 
@@ -73,25 +76,36 @@ def _cmd_validate(args) -> int:
 def _cmd_run(args) -> int:
     from . import runner
     from .machines import RealHostsError
-    from .experiment import estimated_run_seconds, expand, for_cell, load_experiment, quick_variant
+    from .experiment import estimated_run_seconds, expand, for_cell, load_experiment, quick_variant, select_transports
+    from .shards import UNPAIRED, describe, experiment_shard, parse_shard, resumed_shard
 
     if args.resume:
         out = Path(args.resume)
         cfg = runner.load_campaign_config(out)
+        if args.transports:
+            raise ConfigError("--transports", f"--resume runs the transports {out} was started with "
+                                              f"({', '.join(cfg.transport)})")
+        shard = resumed_shard(out, parse_shard(args.shard))
     elif args.experiment:
         cfg = load_experiment(args.experiment, args.machines)   # refused here, before anything starts
         if args.quick:
             cfg = quick_variant(cfg)
-        out = None
+        cfg = select_transports(cfg, args.transports)
+        shard, out = parse_shard(args.shard), None
     else:
-        print("netloop run: name an experiment file, or --resume RESULTS_DIR", file=sys.stderr)
+        print("netloop run: name an experiment file, or --resume CAMPAIGN", file=sys.stderr)
         return 2
     _warn(cfg)
-    cells = expand(cfg)
+    cells, split = experiment_shard(cfg, shard)
+    if shard:
+        print(f"netloop: {describe(shard, split, cells)}")
+        if not split.paired:
+            print(f"netloop: warning: {UNPAIRED}", file=sys.stderr)
     if args.dry_run:
         total = sum(estimated_run_seconds(for_cell(cfg, c).experiment) for c in cells)
-        print(f"{cfg.name}: {len(cells)} runs ({len(cells) // cfg.repetitions} cells x "
-              f"{cfg.repetitions} repetitions) on link '{cfg.link}', about {total / 60:.1f} min")
+        print(f"{cfg.name}: {len(cells)} runs ({len(expand(cfg)) // cfg.repetitions} cells x "
+              f"{cfg.repetitions} repetitions{f', shard {shard.label}' if shard else ''}) on link "
+              f"'{cfg.link}', about {total / 60:.1f} min")
         for c in cells:
             print(f"  {c.run_id}")
         return 0
@@ -99,7 +113,7 @@ def _cmd_run(args) -> int:
         print(f"netloop: link '{cfg.link}' needs root (it creates network namespaces); "
               f"run as root, or use 'link: loopback'", file=sys.stderr)
         return 2
-    out = out or runner.campaign_dir_for(cfg, args.results)
+    out = out or runner.campaign_dir_for(cfg, args.out, shard)
     print(f"netloop: running {cfg.name} ({len(cells)} runs) into {out}"
           + (f" on the machines of {cfg.machines}" if cfg.machines else ""))
     runner.install_signal_handlers()
@@ -109,7 +123,7 @@ def _cmd_run(args) -> int:
                 from .machines import clean_stale_machines  # noqa: PLC0415
                 clean_stale_machines(cfg.machines)
             runner.check_machines(cfg, skip=args.skip_check)
-        runner.run_experiment(cfg, out, resume=bool(args.resume))
+        runner.run_experiment(cfg, out, resume=bool(args.resume), shard=shard)
     except RealHostsError as err:
         print(f"netloop: {err}", file=sys.stderr)
         return 2
@@ -129,9 +143,14 @@ def _cmd_run(args) -> int:
 def _cmd_report(args) -> int:
     from .analysis.rendering import print_summary  # noqa: PLC0415
     from .analysis.report import ReportError, write_report_document
+    from .merge import MergeError, merge_campaigns
     try:
-        doc = write_report_document(Path(args.results))
-    except ReportError as err:
+        path = Path(args.campaigns[0])
+        if len(args.campaigns) > 1:   # shards of one campaign: merged into a new one first
+            path = merge_campaigns([Path(c) for c in args.campaigns], args.out)
+            print(f"netloop report: merged {len(args.campaigns)} shards into {path}")
+        doc = write_report_document(path)
+    except (ReportError, MergeError) as err:
         print(f"netloop report: {err}", file=sys.stderr)
         return 2
     print_summary(doc.summary())
@@ -153,8 +172,9 @@ def _cmd_bench(args) -> int:
 MISSING_ENV = "NETLOOP_MISSING"
 
 _DESCRIPTION = """\
-Control-over-network experiments for ROS1: a control loop (and perturbing flows) run over
-an emulated or real network once per transport, then a report of how much each transport
+Control-over-network experiments for ROS 1 and ROS 2: a control loop (and perturbing flows) run
+over an emulated or real network once per transport (TCPROS, UDPROS and netloop's relays; Cyclone
+DDS, Fast DDS and Zenoh under ROS 2's names and QoS), then a report of how much each transport
 degrades the loop."""
 
 _EPILOG = """\
@@ -162,7 +182,10 @@ common commands:
   netloop validate experiments/rlc_loopback.yaml       check an experiment file, run nothing
   netloop run --dry-run experiments/rlc_loopback.yaml  list its runs and their duration
   netloop run experiments/rlc_loopback.yaml            run it (loopback: no root), write the report
+  netloop run --transports tcp,udp FILE                only some of the file's transports
   netloop report results/<campaign>                    write a campaign's report again
+  netloop run --shard 2/3 FILE                         one of 3 shares of its runs (docs/shards.md)
+  netloop report SHARD SHARD SHARD                     the shares merged into one campaign
   netloop validate --keys                              every key an experiment file may hold
   netloop COMMAND --help                               the flags of one command
 
@@ -173,17 +196,23 @@ and PyYAML; the other commands need the built package ('make build')."""
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: every sub-command, with help strings (docs/cli.md is generated
     from it). Imports no heavy module (see the module docstring)."""
+    from . import __version__
     parser = argparse.ArgumentParser(
         prog="netloop", description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"netloop {__version__}",
+                        help="print netloop's version (package.xml's; every run records it) and exit")
     sub = parser.add_subparsers(dest="command", required=True, title="commands")
 
     p = sub.add_parser("run", help="run an experiment file and write its report",
                        description="Run every cell of an experiment (transports x sweep x repetitions) "
                                    "into a new campaign directory, then write its report.")
     p.add_argument("experiment", nargs="?", help="experiment YAML file (see experiments/)")
-    p.add_argument("--results", type=Path, default=None, help="parent directory of the results (default results/)")
+    opt.add_out(p, "where the campaign goes: a new folder DIR/<name>-<date>-<time>/ (default results/)")
     p.add_argument("--dry-run", action="store_true", help="print the runs and the expected duration, run nothing")
-    p.add_argument("--resume", metavar="RESULTS_DIR", help="run only the cells a campaign is missing")
+    p.add_argument("--resume", metavar="CAMPAIGN",
+                   help="run only the cells a campaign (or a shard's campaign) is missing")
+    opt.add_transports(p)
+    opt.add_shard(p)
     p.add_argument("--quick", action="store_true",
                    help="a short variant: 1 repetition, ~2 s of loop, flows cut to ~3 s (for tests)")
     p.add_argument("--machines", metavar="HOSTS", default=None,
@@ -194,10 +223,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "(without it such processes refuse the run)")
     from .prerun_checks import add_flag as add_skip_check   # --skip-check NAME: the pre-run checks
     add_skip_check(p)
+    opt.renamed(p, "--results", opt.OUT)
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("report", help="write report.html, report.md, CSV tables and figures for a results directory")
-    p.add_argument("results", help="a run directory or an experiment's results directory")
+    p = sub.add_parser("report", help="write report.html, report.md, CSV tables and figures for a campaign; "
+                                      "several shards of one campaign: merge them into one, then report it")
+    p.add_argument("campaigns", nargs="+", metavar="CAMPAIGN",
+                   help="a campaign (or one run directory); several: the shards of one campaign "
+                        "('run --shard'), merged first (refused with the reason when they do not fit)")
+    opt.add_out(p, "with several shards: where the merged campaign goes, a new folder DIR/<name>-<date>-<time>/ "
+                   "(default results/)")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("validate", help="check experiment files without running anything")

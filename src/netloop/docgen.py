@@ -13,7 +13,11 @@ Each NAME has one source in the code, so the page cannot drift from it:
     glossary         docs/concepts.md     the report's words and numbers (analysis/glossary.py)
     link-profiles    docs/links.md        one row per config/links/*.yaml
     transports       docs/transports.md   one row per transport word (the transport registry)
-    results          docs/results.md      per shipped experiment its newest campaign under results/
+    results          docs/results.md      per shipped experiment its newest campaign under results/, or
+                                          that it was not measured
+    headline         README.md            the example report (docs/example_report): the default
+    example-ros2     docs/ros2.md           experiment's one campaign, quoted by every page that
+    example-fig21    docs/studies/pound.md  states its result (netloop.docgen_example)
     study-STUDY      docs/studies/STUDY.md  the newest `netloop reproduce STUDY` under results/
     bench-priority   docs/priority.md     the priority relay's part of bench/bench.json (`make bench`)
 
@@ -24,7 +28,9 @@ Usage::
     python -m netloop.docgen --results DIR   campaigns from DIR instead of results/
     python -m netloop.docgen --skip results  leave a block alone (--only NAME: just that one)
 
-A block whose page does not exist yet is skipped with a note; a block whose source cannot be
+No block carries a git revision or a time of day (docgen_blocks.undiaried takes them out of
+whatever a generator writes: the campaign a block names keeps both). A block whose page does not
+exist yet is skipped with a note; a block whose source cannot be
 imported here (a module not written yet, a package missing) is left as it is with a note
 saying what is missing. A block may also appear in another page than its usual one.
 """
@@ -37,9 +43,10 @@ from pathlib import Path
 from typing import Callable
 
 from . import paths
-from .docgen_blocks import BLOCK, OPENING, PAGES, Context, Unavailable, in_code, outside
+from .docgen_blocks import BLOCK, OPENING, PAGES, Context, Unavailable, in_code, outside, undiaried
 from .docgen_reference import cli_reference, experiment_keys, glossary, link_profiles, transports
-from .docgen_results import EXAMPLE, bench_priority, headline, results, set_example, study
+from .docgen_example import EXAMPLE, example_fig21, example_ros2, headline, set_example
+from .docgen_results import bench_priority, results, study
 from .studies import STUDY_MODULES   # the study words only (no study module is imported)
 
 # ---------------------------------------------------------------- the pages
@@ -52,6 +59,8 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "transports": transports,
     "results": results,
     "headline": headline,
+    "example-ros2": example_ros2,
+    "example-fig21": example_fig21,
     **{f"study-{s}": study(s) for s in STUDY_MODULES},
     "bench-priority": bench_priority,
 }
@@ -115,7 +124,7 @@ def run(root: Path, results_dir: Path, check: bool = False, only: list[str] | No
             print(f"docgen: skipped {name}: {page} {why}", file=err)
             continue
         try:
-            content[name] = GENERATORS[name](ctx)
+            content[name] = undiaried(GENERATORS[name](ctx))   # no block carries a revision or a time of day
         except Unavailable as why:
             print(f"docgen: left {name} as it is: {why}", file=err)
     stale = []

@@ -27,6 +27,8 @@ PAGES = {
     "transports": "docs/transports.md",
     "results": "docs/results.md",
     "headline": "README.md",
+    "example-ros2": "docs/ros2.md",
+    "example-fig21": "docs/studies/pound.md",
     **{f"study-{s}": f"docs/studies/{s}.md" for s in STUDY_MODULES},
     "bench-priority": "docs/priority.md",
 }
@@ -79,6 +81,19 @@ def need(module: str, what: str):
         raise Unavailable(f"{what} needs the Python package {err.name!r} "
                           f"(run 'make build', then 'make docs' again)") from None
 
+
+
+_GIT = re.compile(r";? git [0-9a-f]{7,40}(?: \(dirty\))?(?: to [0-9a-f]{7,40} \(\d+ revisions\))?(?: with local changes)?")
+_CLOCK = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](?:between )?\d{1,2}:\d{2}(?::\d{2})?"
+                    r"(?:(?:[–-]| and )\d{1,2}:\d{2}(?::\d{2})?)?(?: ?UTC)?")
+
+
+def undiaried(text: str) -> str:
+    """``text`` (a generated block's body, as an older netloop wrote it) without the diary the
+    documentation leaves out: a git revision ("; git 6318db46c6 with local changes") and a time
+    of day after a date ("2026-11-26 17:49 UTC" -> "2026-11-26"). The campaign a block names
+    keeps both."""
+    return _CLOCK.sub(r"\1", _GIT.sub("", text))
 
 
 def block_body(page: Path, name: str) -> str | None:

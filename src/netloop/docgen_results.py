@@ -1,18 +1,22 @@
 """The blocks of the documentation generated from measurements (:mod:`netloop.docgen`): per
-shipped experiment its newest campaign (docs/results.md), the README's headline from the
-example report, each study's newest reproduction, the priority bench; and making a campaign's
-report the example (docs/example_report). Runs are read through :mod:`netloop.run_files`."""
+shipped experiment its newest campaign, or plainly that it was not measured (docs/results.md);
+each study's newest reproduction; the priority bench. The default experiment's statements come
+from the example report (:mod:`netloop.docgen_example`). Runs are read through
+:mod:`netloop.run_files`; a report.md through :mod:`netloop.docgen_report`.
+
+No block carries a git revision or a time of day: the campaign it names keeps both."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
 from typing import Callable
 
 from . import paths
-from .docgen_blocks import BLOCK, PAGES, Context, Unavailable, block_body, md_cell, need
-from .run_files import (CAMPAIGN, MetadataError, RunFileError, RunRecord, has_metadata, load_campaign,
-                        load_metadata)
+from .docgen_blocks import BLOCK, PAGES, Context, Unavailable, block_body, md_table, need, undiaried
+from .docgen_report import report_extract
+from .run_files import MetadataError, RunFileError, RunRecord, has_metadata, load_campaign, load_metadata
 
 # ---------------------------------------------------------------- results
 
@@ -53,8 +57,8 @@ def campaign_date(campaign: Path, metas: list[RunRecord]) -> str:
 
 
 def machine(metas: list[RunRecord]) -> str:
-    """CPU, cores and kernel of the machine(s) the campaign's runs ran on, and the git
-    revision(s) of netloop they ran (first and last when a campaign spans several)."""
+    """CPU, cores and kernel of the machine(s) the campaign's runs ran on (the git revisions
+    they ran stay in the runs' metadata.json and the report's header)."""
     machines = []
     for m in metas:
         host = m.host
@@ -65,15 +69,7 @@ def machine(metas: list[RunRecord]) -> str:
             parts.append(f"Linux {host['kernel']}")
         if parts and "; ".join(parts) not in machines:
             machines.append("; ".join(parts))
-    ordered = sorted(metas, key=lambda m: str(m.start_time or ""))
-    commits = list(dict.fromkeys(str(m.git.get("commit"))[:10] for m in ordered if m.git.get("commit")))
-    dirty = any(m.git.get("dirty") for m in metas)
-    text = " / ".join(machines) or "machine not recorded"
-    if commits:
-        text += "; git " + (commits[0] if len(commits) == 1 else
-                            f"{commits[0]} to {commits[-1]} ({len(commits)} revisions)")
-        text += " with local changes" if dirty else ""
-    return text
+    return " / ".join(machines) or "machine not recorded"
 
 
 def _valid(campaign: Path) -> str:
@@ -85,106 +81,10 @@ def _valid(campaign: Path) -> str:
     return f"{ok} of {len(cells)} runs valid"
 
 
-def _sections(markdown: str) -> list[tuple[str, list[str]]]:
-    """(heading, lines) of each part of a report, the text before the first '## ' as heading ''."""
-    out: list[tuple[str, list[str]]] = [("", [])]
-    fence = False
-    for line in markdown.splitlines():
-        if line.startswith("```"):
-            fence = not fence
-        if not fence and re.match(r"##\s", line):
-            out.append((line[2:].strip(), []))
-        else:
-            out[-1][1].append(line)
-    return out
-
-
-def _is_table_start(lines: list[str], i: int) -> bool:
-    return (lines[i].lstrip().startswith("|") and i + 1 < len(lines)
-            and re.fullmatch(r"\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*", lines[i + 1]) is not None)
-
-
-def _first_table(lines: list[str]) -> tuple[int, int] | None:
-    """[start, end) of the first Markdown table in ``lines`` (outside code fences)."""
-    fence = False
-    for i, line in enumerate(lines):
-        if line.startswith("```"):
-            fence = not fence
-        if not fence and _is_table_start(lines, i):
-            end = i + 2
-            while end < len(lines) and lines[end].lstrip().startswith("|"):
-                end += 1
-            return i, end
-    return None
-
-
-def _merged_tables(lines: list[str]) -> str | None:
-    """The tables of a report section that stand under '### ' headings (one per sweep setting or
-    flow) as one table, the heading as a first 'setting' column; None unless there are several
-    and they have the same columns."""
-    parts: list[tuple[str, str, list[str]]] = []
-    heading, i = None, 0
-    while i < len(lines):
-        if lines[i].startswith("### "):
-            heading, i = lines[i][4:].strip(), i + 1
-            continue
-        if heading is not None and _is_table_start(lines, i):
-            end = i + 2
-            while end < len(lines) and lines[end].lstrip().startswith("|"):
-                end += 1
-            parts.append((heading, lines[i].strip(), [r.strip() for r in lines[i + 2:end]]))
-            heading, i = None, end
-            continue
-        i += 1
-    if len(parts) < 2 or len({header for _, header, _ in parts}) != 1:
-        return None
-    header = parts[0][1]
-    columns = len(header.strip("|").split("|"))
-    out = [f"| setting {header}", "|---" * (columns + 1) + "|"]
-    out += [f"| {md_cell(setting)} {row}" for setting, _, rows in parts for row in rows]
-    return "\n".join(out)
-
-
-def _local_only(text: str) -> str:
-    """Text of a report made to stand in docs/: images dropped, links kept as their text
-    (a report's links point into its campaign directory, which is not in the repository)."""
-    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)
-    return re.sub(r"(?<!!)\[([^\]]*)\]\([^)]*\)", r"\1", text)
-
-
-def report_extract(report_md: str) -> tuple[str, str]:
-    """(Summary, decision table) of a report.md: the text of its '## Summary' section without
-    any table, and the first table from the Summary on (with a caption line right after it,
-    if any) — or, when the decision table is one table per setting, those merged into one with a
-    'setting' column; '' for a part not found."""
-    sections = _sections(report_md)
-    at = next((i for i, (h, _) in enumerate(sections) if h.lower().startswith("summary")), None)
-    summary_lines = sections[at][1] if at is not None else []
-    table = ""
-    caption = re.compile(r"\*[^*].*\*$")
-    for heading, lines in sections[at if at is not None else 0:]:
-        merged = _merged_tables(lines) if heading.lower().startswith("decision") else None
-        if merged:
-            table = merged
-            break
-        span = _first_table(lines)
-        if span:
-            start, end = span
-            block = lines[start:end]
-            after = end + 1 if end < len(lines) and not lines[end].strip() else end
-            if after < len(lines) and caption.match(lines[after].strip()):   # its caption
-                block += ["", lines[after]]
-                end = after + 1
-            table = "\n".join(block)
-            if lines is summary_lines:
-                summary_lines = lines[:start] + lines[end:]
-            break
-    summary = "\n".join(line for line in summary_lines if not re.match(r"#{1,6}\s", line))
-    summary = re.sub(r"\n{3,}", "\n\n", _local_only(summary)).strip()
-    return summary, _local_only(table)
-
-
+@functools.lru_cache(maxsize=None)
 def _estimate_minutes(path: Path) -> float | None:
+    """--dry-run's estimate of a shipped file, in minutes (once per file and process: the large
+    sweeps take a second or two to expand)."""
     try:
         from .experiment import estimated_run_seconds, expand, for_cell, load_experiment  # noqa: PLC0415
         exp = load_experiment(path)
@@ -224,74 +124,104 @@ def _measured_sections(page: Path) -> dict[str, str]:
     return kept
 
 
+def _studies_by_file() -> dict[str, tuple[str, str]]:
+    """{experiment file name: (study, part)} of every study netloop reproduces."""
+    from .studies import available  # noqa: PLC0415 - the study words and parts only
+    out: dict[str, tuple[str, str]] = {}
+    for name, study in available().items():
+        for part in getattr(study, "parts", []):
+            out.setdefault(part.experiment, (name, part.name))
+    return out
+
+
+def _not_measured(files: list[Path]) -> str:
+    """The table of the files no campaign measured: the command, --dry-run's estimate, and the
+    study that reproduces it (whose page has its quick variant's numbers)."""
+    studies = _studies_by_file()
+    rows = []
+    for path in files:
+        rel = path.relative_to(paths.REPO).as_posix()
+        minutes = _estimate_minutes(path)
+        study = studies.get(path.name)
+        by = (f"[{study[0]}](studies/{study[0]}.md), `--part {study[1]}`" if study else "–")
+        rows.append([f"`{rel}`", _minutes(minutes) if minutes is not None else "no estimate", by])
+    return md_table(["file (`sudo bin/netloop run FILE` measures it)", "takes (estimate)",
+                     "reproduced by the study"], rows)
+
+
+def _default_section(ctx: Context, rel: str, name: str) -> list[str] | None:
+    """The default experiment's section: the example report's campaign, stated in the README's
+    headline and not restated here; None when ``name`` is not the example's experiment."""
+    from .docgen_example import cite, read_example  # noqa: PLC0415 - it imports this module's helpers
+    try:
+        ex = read_example(ctx.root)
+    except Unavailable:
+        return None
+    if re.sub(r"-\d{8}-\d{6}$", "", ex.campaign) != name:
+        return None
+    out = [f"`{rel}`, the default experiment: {cite(ex)}; runs: {ex.runs or 'not recorded'}. It is the "
+           f"example report's campaign, stated in the [README's headline](../README.md#headline-result) (the "
+           f"whole report: [docs/example_report](example_report/report.md)); `make example-report` measures "
+           f"it again and rewrites every page's statement of it.", ""]
+    newer = newest_campaign(ctx.results, name) if ctx.results.is_dir() else None
+    if newer is not None and newer.name[-15:] > ex.campaign[-15:]:
+        out += [f"A newer campaign of it, `{newer.name}`, is in results/: `python -m netloop.docgen --example "
+                f"results/{newer.name}` makes it the example.", ""]
+    return out
+
+
 def results(ctx: Context) -> str:
-    """Per shipped experiment, its newest campaign's date, machine, summary and decision table;
-    an experiment without a campaign under ``ctx.results`` keeps the section the page already
-    has (so a clone without results/ loses nothing), else gets the command that measures it."""
-    out = []
+    """What was measured and what was not. Per shipped experiment measured, its newest campaign's
+    date, machine, summary and decision table (the default experiment: the example report's
+    campaign, linked); an experiment without a campaign under ``ctx.results`` keeps the section
+    the page already has (so a clone without results/ loses nothing); the others in one table,
+    each with --dry-run's estimate."""
+    out, missing = [], []
     kept = _measured_sections(ctx.root / PAGES["results"])
     local_total = 0.0
     files = shipped_experiments(paths.REPO)
     for path in files:
         rel = path.relative_to(paths.REPO).as_posix()
         name = _experiment_name(path)
-        real = path.parent.name == "real"
-        campaign = newest_campaign(ctx.results, name) if ctx.results.is_dir() else None
         minutes = _estimate_minutes(path)
-        if not real and minutes:
+        if path.parent.name != "real" and minutes:
             local_total += minutes
-        out += [f"### {name}", ""]
+        default = _default_section(ctx, rel, name)
+        if default is not None:
+            out += [f"### {name}", "", *default]
+            continue
+        campaign = newest_campaign(ctx.results, name) if ctx.results.is_dir() else None
         if campaign is None:
             if name in kept:   # measured before, but not here: keep what the page says
-                out += [kept[name], ""]
-                continue
-            when = f"{_minutes(minutes)}, from --dry-run's estimate" if minutes is not None else "no estimate"
-            out += [f"not measured yet: `bin/netloop run {rel}` ({when})", ""]
+                out += [f"### {name}", "", undiaried(kept[name]), ""]
+            else:
+                missing.append(path)
             continue
         metas = run_metadata(campaign)
         report_md = (campaign / "report.md").read_text(encoding="utf-8")
         summary, table = report_extract(report_md)
         where = machine(metas)
-        header = re.search(r"^- git (\S+)(?: \(dirty\))?; host (.+)$", report_md, re.M)
-        if not metas and header:   # runs not kept: the report's own header names them
-            where = f"{header.group(2)}; git {header.group(1)}"
-        out += [f"`{rel}`, measured {campaign_date(campaign, metas)} on {where}; {_valid(campaign)} "
-                f"(campaign `{campaign.name}`).", ""]
+        header = re.search(r"^- git \S+(?: \(dirty\))?; host (.+?)(?:; run on \S+)?$", report_md, re.M)
+        if not metas and header:   # runs not kept: the report's own header names the machine
+            where = header.group(1)
+        out += [f"### {name}", "", f"`{rel}`, measured {campaign_date(campaign, metas)} on {where}; "
+                f"{_valid(campaign)} (campaign `{campaign.name}`).", ""]
         if summary:
             out += [summary, ""]
         if table:
             out += [table, ""]
     local = [f for f in files if f.parent.name != "real"]
-    head = (f"`sudo make results` measures the {len(local)} files of experiments/ one after the other (not "
-            f"experiments/real/, which needs real machines), then rewrites this list: {_minutes(local_total)} "
-            f"by the estimates of `bin/netloop run --dry-run`.")
-    return "\n".join([head, ""] + out).strip()
-
-
-def headline(ctx: Context) -> str:
-    """The README's headline: the example report's first summary paragraph and decision table,
-    with when and where it was measured."""
-    report = ctx.root / "docs" / "example_report" / "report.md"
-    if not report.is_file():
-        raise Unavailable("docs/example_report/report.md does not exist")
-    md = report.read_text(encoding="utf-8")
-    summary, table = report_extract(md)
-    host = re.search(r"^- git \S+(?: \(dirty\))?; host (.+?)(?:; run on (\S+))?$", md, re.M)
-    when = f" on {host.group(2)}" if host and host.group(2) else ""
-    where = f" ({host.group(1)})" if host else ""
-    first = summary.split("\n\n")[0].strip()
-    reps = re.search(r"^- repetitions: (\d+)", md, re.M)
-    figure = ("![each step of every transport against the local loop](docs/example_report/figures/step_intervals.png)"
-              if (report.parent / "figures" / "step_intervals.png").is_file() else
-              "![step responses over wifi6](docs/example_report/figures/step_response.png)")
-    shape = ", ".join(x for x in ("a square-wave reference" if "repeated steps" in first else "",
-                                  f"{reps.group(1)} repetitions" if reps else "") if x)
-    return "\n".join([
-        f"The default experiment (`make run`: the RLC loop over emulated 802.11a at 6 Mbit/s beside a 64 KB "
-        f"image every 200 ms, every transport{', ' + shape if shape else ''}), as measured{when}{where}; the whole report is "
-        f"[docs/example_report](docs/example_report/report.md) (`make example-report` measures it again).", "",
-        figure, "",
-        first, "", table])
+    head = [f"`sudo make results` measures the {len(local)} files of experiments/ one after the other (not "
+            f"experiments/real/, which needs real machines), then rewrites this page: {_minutes(local_total)} "
+            f"by the estimates of `bin/netloop run --dry-run`.", "",
+            f"**Measured: {len(files) - len(missing)} of the {len(files)} shipped files**, one section each "
+            f"below, with its campaign, date and machine. **Not measured: {len(missing)}**: no full campaign "
+            f"of these is on record, so this page has no numbers of them. A study's file may have been "
+            f"measured in its quick variant (`netloop reproduce STUDY --quick`), which the study's page "
+            f"judges.", ""]
+    if missing:
+        head += [_not_measured(missing), ""]
+    return "\n".join(head + out).strip()
 
 
 def study(name: str) -> Callable[[Context], str]:
@@ -299,8 +229,8 @@ def study(name: str) -> Callable[[Context], str]:
     def generate(ctx: Context) -> str:
         docs = need("netloop.studies.docs", "the studies")
         block = f"study-{name}"
-        return docs.block(name, ctx.results, block_body(ctx.root / PAGES[block], block),
-                          run_metadata, campaign_date, machine)
+        kept = block_body(ctx.root / PAGES[block], block)
+        return docs.block(name, ctx.results, undiaried(kept) if kept else kept, run_metadata, campaign_date, machine)
     return generate
 
 
@@ -314,27 +244,5 @@ def bench_priority(ctx: Context) -> str:
         bench = {}
     current = block_body(ctx.root / PAGES["bench-priority"], "bench-priority")
     if not pb.measured(bench) and current:
-        return current
+        return undiaried(current)
     return pb.docs_block(bench)
-
-
-EXAMPLE = "docs/example_report"
-
-
-def set_example(root: Path, campaign: Path) -> Path:
-    """Make ``campaign``'s report the example of ``root``/docs/example_report: its report.md,
-    report.html, CSV tables, campaign.json, experiment.yaml and figures (not the runs' records,
-    which stay in results/). What the example held before is replaced."""
-    import shutil  # noqa: PLC0415
-    if not (campaign / "report.md").is_file():
-        raise SystemExit(f"docgen: {campaign} holds no report.md (run 'bin/netloop report {campaign}' first)")
-    dest = root / EXAMPLE
-    if dest.exists():
-        shutil.rmtree(dest)
-    (dest / "figures").mkdir(parents=True)
-    for f in sorted(campaign.iterdir()):
-        if f.is_file() and (f.suffix in (".md", ".html", ".csv") or f.name in (CAMPAIGN, "experiment.yaml")):
-            shutil.copy2(f, dest / f.name)
-    for f in sorted((campaign / "figures").glob("*.png")):
-        shutil.copy2(f, dest / "figures" / f.name)
-    return dest

@@ -25,7 +25,8 @@ from .testbed.profiles import link_capacity_mbit
 from .transports import transports_for_all
 
 __all__ = ["ZIP", "Cell", "estimated_run_seconds", "expand", "experiment_warnings", "for_cell", "load_experiment",
-           "quick_variant", "run_seconds", "set_path", "sweep_combinations", "validate_experiment"]
+           "quick_variant", "run_seconds", "select_transports", "set_path", "sweep_combinations",
+           "validate_experiment"]
 
 # --- validation ---------------------------------------------------------------------------
 
@@ -246,4 +247,18 @@ def quick_variant(exp: Experiment) -> Experiment:
         first.at, first.duration, first.repeat, first.every = min(first.at, 1.0), min(first.duration, 1.0), 1, None
         out.faults = [first]
     out.name = f"{exp.name}-quick"
+    return validate_experiment(to_dict(out), name=out.name)
+
+
+def select_transports(exp: Experiment, names: list[str] | None) -> Experiment:
+    """The experiment with only the transports ``names`` (``--transports a,b``), in the file's
+    order; ConfigError when a name is not one of the file's transports, naming those it has."""
+    if not names:
+        return exp
+    unknown = [n for n in names if n not in exp.transport]
+    if unknown:
+        raise ConfigError("--transports", f"{', '.join(unknown)}: not a transport of {exp.name}; "
+                                          f"it has {', '.join(exp.transport)}")
+    out = copy.deepcopy(exp)
+    out.transport = [t for t in exp.transport if t in names]
     return validate_experiment(to_dict(out), name=out.name)

@@ -266,11 +266,15 @@ class CampaignCell:
 
 @dataclass
 class CampaignRecord:
-    """campaign.json: the experiment's name and every cell with its status."""
+    """campaign.json: the experiment's name and every cell with its status; a shard's campaign
+    also ``shard`` (its index, count and split, :mod:`netloop.shards`), a merged one ``shards``
+    (each shard's, with the folder it came from and its machines, :mod:`netloop.merge`)."""
 
     experiment: str | None = None
     cells: list[CampaignCell] = field(default_factory=list)
     format: str = CAMPAIGN_FORMAT
+    shard: dict | None = None
+    shards: list | None = None
 
     @classmethod
     def from_json(cls, doc: Any, where: str | Path = "?") -> "CampaignRecord":
@@ -287,10 +291,15 @@ class CampaignRecord:
             out.append(CampaignCell(**{k2: v for k2, v in known.items() if v is not None}, extra=extra,
                                     read_keys=tuple(cell)))
         name = doc.get("experiment")
-        return cls(experiment=None if name is None else str(name), cells=out)
+        shard, shards = doc.get("shard"), doc.get("shards")
+        if shard is not None and not isinstance(shard, dict) or shards is not None and not isinstance(shards, list):
+            raise RunFileError(where, f"{CAMPAIGN}: 'shard' must be an object and 'shards' a list")
+        return cls(experiment=None if name is None else str(name), cells=out, shard=shard, shards=shards)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": self.format, "experiment": self.experiment, "cells": [c.to_json() for c in self.cells]}
+        doc = {"format": self.format, "experiment": self.experiment, "cells": [c.to_json() for c in self.cells]}
+        doc.update({k: v for k, v in (("shard", self.shard), ("shards", self.shards)) if v is not None})
+        return doc
 
 
 def load_campaign(campaign_dir: str | Path) -> CampaignRecord:

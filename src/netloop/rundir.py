@@ -1,7 +1,8 @@
 """The run directory: what one run leaves on disk, readable even if the run was killed.
 
     results/<campaign>/runs/<run-id>/
-      metadata.json      format "netloop-run/1": config, cell, git revision, host, ROS,
+      metadata.json      format "netloop-run/1": config, cell, git revision, host (hostname,
+                         CPU, kernel, netloop version), ROS,
                          transport, link, start/end times, status, node exit codes, and
                          "cpu": per testbed host the CPU seconds its processes used and
                          that as a share of one core over the run (sampled each second)
@@ -144,6 +145,9 @@ def git_revision() -> dict[str, Any]:
 
 
 def host_info() -> dict[str, Any]:
+    """The machine a run ran on (hostname, CPU model and count, kernel, Python) and the netloop
+    version it ran (``netloop``, the package's one version: :data:`netloop.__version__`)."""
+    from . import __version__  # noqa: PLC0415
     cpu = ""
     try:
         cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
@@ -151,7 +155,7 @@ def host_info() -> dict[str, Any]:
     except OSError:
         pass
     return {"hostname": socket.gethostname(), "kernel": platform.release(), "cpu": cpu,
-            "cores": os.cpu_count(), "python": platform.python_version()}
+            "cores": os.cpu_count(), "python": platform.python_version(), "netloop": __version__}
 
 
 def cpu_steal_seconds() -> float | None:

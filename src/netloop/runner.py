@@ -16,7 +16,7 @@ from typing import Callable
 
 from . import paths
 from .cpulimit import cgroup_root
-from .experiment import RunSpec, estimated_run_seconds, expand, for_cell, sweep_combinations
+from .experiment import RunSpec, estimated_run_seconds, for_cell, sweep_combinations
 from .machines import RealHosts, load_machines
 from .model import Experiment
 from .run import Interrupted, Run, RunFailed, hosts_for, install_signal_handlers, middlewares
@@ -25,6 +25,7 @@ from .run_files import (CampaignCell, CampaignRecord, RunFileError, RunRecord, l
                         save_campaign)
 from .rundir import invalid_attempts, set_aside
 from .schema import ConfigError, to_dict
+from .shards import Shard, experiment_shard
 
 __all__ = ["Interrupted", "MASTER_HOST", "RunFailed", "campaign_dir_for", "campaign_summary", "check_machines",
            "crossing_topics", "hosts_for", "install_signal_handlers", "load_campaign_config", "preflight",
@@ -54,9 +55,12 @@ def check_machines(exp: Experiment, log: Callable[[str], None] = print, skip: li
         hosts.close_connections()
 
 
-def campaign_dir_for(exp: Experiment, results: Path | None = None) -> Path:
+def campaign_dir_for(exp: Experiment, results: Path | None = None, shard: Shard | None = None) -> Path:
+    """``<results>/<name>-<stamp>`` (a shard's: ``<name>-shard<K>of<N>-<stamp>``, so that shards
+    writing into one shared folder at the same second stay apart)."""
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(results or paths.RESULTS) / f"{exp.name}-{stamp}"
+    tag = f"-{shard.folder_tag}" if shard else ""
+    return Path(results or paths.RESULTS) / f"{exp.name}{tag}-{stamp}"
 
 
 def _done(run_dir: Path) -> bool:
@@ -75,8 +79,10 @@ def _progress_line(i: int, n: int, cell, exp: Experiment, left_s: float) -> str:
             f"{cell.repetition + 1}/{exp.repetitions}  ~{minutes}m{seconds:02d}s left")
 
 
-def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = print, resume: bool = False) -> Path:
-    """Run every cell of a validated experiment into ``out_dir``; returns ``out_dir``.
+def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = print, resume: bool = False,
+                   shard: Shard | None = None) -> Path:
+    """Run every cell of a validated experiment (or of its ``shard``: :mod:`netloop.shards`) into
+    ``out_dir``; returns ``out_dir``.
 
     With ``resume``, cells already done are kept and only the others run; a cell left
     unfinished (failed, interrupted, killed) is moved to ``aborted/`` first, so ``runs/``
@@ -96,7 +102,8 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
     if not resume:
         with open(out_dir / "experiment.yaml", "w", encoding="utf-8") as f:
             yaml.safe_dump(to_dict(exp), f, sort_keys=False)
-    cells = expand(exp)
+    cells, split = experiment_shard(exp, shard)
+    about = dict(shard.to_json(), split=split.level, paired=split.paired) if shard else None
     todo = [c for c in cells if not _done(out_dir / "runs" / c.run_id)]
     if resume:
         log(f"resuming: {len(cells) - len(todo)} of {len(cells)} cells done, {len(todo)} to run")
@@ -121,10 +128,10 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
                 log(f"    {cell.run_id} {record.status}: {record.error}  (logs: {run_dir / 'logs'})")
             if record.status != "invalid":
                 break
-        _write_campaign(out_dir, exp, cells)
+        _write_campaign(out_dir, exp, cells, about)
         if record.status not in ("complete", "invalid") and not exp.keep_going:
             break
-    _write_campaign(out_dir, exp, cells)
+    _write_campaign(out_dir, exp, cells, about)
     return out_dir
 
 
@@ -138,8 +145,8 @@ def preflight(exp: Experiment) -> None:
         raise ConfigError("transport", "; ".join(problems))
 
 
-def _write_campaign(out_dir: Path, exp: Experiment, cells) -> None:
-    """campaign.json: every cell and its status, as it is on disk now."""
+def _write_campaign(out_dir: Path, exp: Experiment, cells, shard: dict | None = None) -> None:
+    """campaign.json: every cell (of the shard, when it is one) and its status, as it is on disk now."""
     rows = []
     for cell in cells:
         try:
@@ -150,7 +157,7 @@ def _write_campaign(out_dir: Path, exp: Experiment, cells) -> None:
         rows.append(CampaignCell(run_id=cell.run_id, transport=cell.transport, condition=cell.condition,
                                  settings=dict(cell.settings), repetition=cell.repetition, status=status, error=error,
                                  invalid_attempts=len(invalid_attempts(out_dir, cell.run_id))))
-    save_campaign(out_dir, CampaignRecord(exp.name, rows))
+    save_campaign(out_dir, CampaignRecord(exp.name, rows, shard=shard))
 
 
 def campaign_summary(out_dir: Path) -> str:

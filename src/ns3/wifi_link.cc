@@ -26,7 +26,10 @@
 //    line: runs of consecutive probes later than --lag-bound), "minor_faults":..,
 //    "major_faults":..,"involuntary_switches":.. (getrusage, the whole process),
 //    "nodes":[{"mac_tx":..,"mac_rx":..,"queue_drop":..,"retries":..,"final_fail":..,
-//              "phy_tx_drop":..,"phy_rx_drop":..,"data_mpdu_tx":..},...]}
+//              "phy_tx_drop":..,"phy_rx_drop":..,"data_mpdu_tx":..,"mac_queue_drop":..},...]}
+// queue_drop counts what the MAC refused before queueing (ns-3's MacTxDrop); mac_queue_drop the
+// frames the MAC took (mac_tx) that a full MAC (device) queue refused (--queue, tail drop: ns-3
+// refuses them without a trace, so they are mac_tx less the frames that entered the queue).
 // With --qos each node also has "ac_enqueued":{"BE":..,"BK":..,"VI":..,"VO":..}: the frames that
 // entered each access category's MAC queue (qos_classifier.h: 802.11e, EDCA, every station's
 // MAC with QoS, each frame's access category from its DSCP as Linux's mac80211 chooses it).

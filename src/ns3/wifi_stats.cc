@@ -32,6 +32,17 @@ NodeCounters::Arrival(uint32_t ahead, bool small)
     }
 }
 
+uint64_t
+NodeCounters::QueueRefused() const
+{
+    uint64_t enqueued = arrivals;
+    if (qos)
+    {
+        enqueued = acEnqueued[0] + acEnqueued[1] + acEnqueued[2] + acEnqueued[3];
+    }
+    return macTx > enqueued ? macTx - enqueued : 0;
+}
+
 void
 NodeCounters::EndInterval()
 {
@@ -81,7 +92,7 @@ WriteNode(std::ostream& os, const NodeCounters& c)
        << ",\"burst_drops\":" << c.burstCorrupted
        << ",\"mac_queue_mean\":" << Mean(double(c.qSum), c.qSamples)
        << ",\"mac_queue_max\":" << c.qMax << ",\"mac_queue_max_total\":" << c.qMaxTotal
-       << ",\"mac_queue_arrivals\":" << c.arrivals
+       << ",\"mac_queue_drop\":" << c.QueueRefused() << ",\"mac_queue_arrivals\":" << c.arrivals
        << ",\"mac_queue_ahead_mean\":" << Mean(double(c.aheadSum), c.arrivals)
        << ",\"small_arrivals\":" << c.smallArrivals
        << ",\"small_ahead_mean\":" << Mean(double(c.smallAheadSum), c.smallArrivals)

@@ -17,7 +17,7 @@ struct NodeCounters
 {
     uint64_t macTx = 0;
     uint64_t macRx = 0;
-    uint64_t queueDrop = 0;
+    uint64_t queueDrop = 0; // MacTxDrop: refused by the MAC before queueing (not for a full queue)
     uint64_t retries = 0;
     uint64_t finalFail = 0;
     uint64_t phyTxDrop = 0;
@@ -40,6 +40,9 @@ struct NodeCounters
     bool qos = false;
     std::array<uint64_t, 4> acEnqueued{}; // total
 
+    /// Frames the MAC took from above (macTx) that never entered its queue: refused by a full
+    /// queue (tail drop, --queue). ns-3 3.37's WifiMacQueue refuses them without a trace.
+    uint64_t QueueRefused() const;
     /// A queue-length sample (at a lag probe).
     void SampleQueue(uint32_t length);
     /// A packet arrived at the MAC queue with `ahead` frames already in it.

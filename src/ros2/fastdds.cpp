@@ -4,10 +4,11 @@
 // included) into and out of the SerializedPayload_t, and is registered under ROS 2's type name
 // (ddsTypeName) for the topic ddsTopicName(topic), keyless, as rmw_fastrtps_cpp does. QoS comes
 // from the XML profiles file's defaults (config_file, loaded before the participant is created)
-// with ROS 2's reliability, durability and history depth set on top; the publish mode stays the
-// profile's (synchronous unless it says otherwise, as rmw_fastrtps_cpp), which fragments large
-// samples in Fast DDS 2.x. History memory is PREALLOCATED_WITH_REALLOC, as rmw_fastrtps_cpp uses
-// for unbounded types, so samples of any size fit.
+// with ROS 2's reliability, durability and history depth set on top, and what rmw_fastrtps_cpp
+// (Jazzy) sets on every writer and reader unless told to take the XML's: synchronous
+// publishing, history memory PREALLOCATED_WITH_REALLOC (samples of any size fit), data sharing
+// off. Heartbeat period, NACK delays and the RTPS message size stay Fast DDS's defaults unless
+// the profiles file sets them (netloop.ros2.config: message_size).
 //
 // Wire statistics: samples lost / rejected from the readers' statuses. Fast DDS's statistics
 // module (built in Debian's 2.9) can also count retransmitted DATA, HEARTBEATs and ACKNACKs, but
@@ -318,6 +319,7 @@ class FastParticipant : public Participant {
     fdds::Topic* topic = topic_for(topic_name, ros_type);
     fdds::DataWriterQos wqos = publisher_->get_default_datawriter_qos();
     applyQos(qos, &wqos.reliability(), &wqos.durability(), &wqos.history());
+    wqos.publish_mode().kind = eprosima::fastdds::dds::SYNCHRONOUS_PUBLISH_MODE;
     wqos.endpoint().history_memory_policy = eprosima::fastrtps::rtps::PREALLOCATED_WITH_REALLOC_MEMORY_MODE;
     wqos.data_sharing().off();
     fdds::DataWriter* writer = publisher_->create_datawriter(topic, wqos);

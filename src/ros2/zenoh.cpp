@@ -13,8 +13,13 @@
 //    `depth` samples in the publisher's cache, which late subscribers fetch (their AdvancedSubscriber
 //    asks publishers it detects for their history), as rmw_zenoh does for transient_local;
 //  - every sample carries rmw_zenoh's attachment (sequence number, source timestamp, source GID);
-//  - matched(): the other side's netloop endpoints on the key expression (liveliness tokens); for
-//    a publisher at least 1 when Zenoh's matching status says some subscriber matches.
+//  - the ROS graph as rmw_zenoh forms it (ros2/zenoh_tokens.h): the participant is one node (its
+//    ROS 1 name split into namespace and name, enclave "/", id 0 in its session) with a liveliness
+//    token, and each publisher and subscription has its own, so that `ros2 node list` and
+//    `ros2 topic list` on rmw_zenoh show netloop's nodes and topics;
+//  - matched(): the other side's tokens on the topic (same domain, topic, type and hash), netloop's
+//    or a real rmw_zenoh node's; for a publisher at least 1 when Zenoh's matching status says some
+//    subscriber matches (a Zenoh application without a token).
 //
 // WireStats: samples sent and received are counted here; Zenoh exposes no retransmission,
 // heartbeat, ACKNACK, loss or rejection counters through its API, so those stay -1.
@@ -28,6 +33,7 @@
 
 #include "netloop/ros2/middleware.h"
 #include "netloop/ros2/names.h"
+#include "netloop/ros2/zenoh_tokens.h"
 #include "netloop_zenoh_shim.h"
 #include "registry.h"
 
@@ -99,9 +105,9 @@ class ZenohSubscription : public Subscription {
   ~ZenohSubscription() override {
     if (sub_) nlz_undeclare_subscriber(sub_);  // no callback runs after it returns
   }
-  void declare(const std::string& key, const Qos& qos) {
+  void declare(const std::string& key, const Qos& qos, const std::string& token, const std::string& peers) {
     sub_ = nlz_declare_subscriber(session_.get(), key.c_str(), qos.durability == Durability::TransientLocal ? 1 : 0,
-                                  qos.depth, &onZenohSample, state_.get());
+                                  qos.depth, &onZenohSample, state_.get(), token.c_str(), peers.c_str());
     if (!sub_) throw std::runtime_error("zenoh: cannot subscribe to '" + key + "': " + shimError());
   }
   size_t matched() const override {
@@ -115,19 +121,42 @@ class ZenohSubscription : public Subscription {
   NlzSubscriber* sub_ = nullptr;
 };
 
+using TokenPtr = std::unique_ptr<NlzToken, decltype(&nlz_undeclare_token)>;
+
+/// The node a participant stands for on rmw_zenoh's graph: id 0 of its session.
+ZenohNode graphNode(const NlzSession* session, const ParticipantConfig& config) {
+  ZenohNode node;
+  node.domain_id = config.domain_id;
+  char zid[64];
+  if (nlz_session_zid_string(session, zid, sizeof zid) < 0) throw std::runtime_error("zenoh: " + shimError());
+  node.zid = zid;
+  splitNodeName(config.node_name.empty() ? std::string("netloop") : config.node_name, &node.ns, &node.name);
+  return node;
+}
+
 class ZenohParticipant : public Participant {
  public:
   ZenohParticipant(SessionPtr session, ParticipantConfig config)
-      : session_(std::move(session)), config_(std::move(config)), counters_(std::make_shared<Counters>()) {
+      : session_(std::move(session)),
+        config_(std::move(config)),
+        counters_(std::make_shared<Counters>()),
+        node_(graphNode(session_.get(), config_)),
+        node_token_(nlz_declare_token(session_.get(), zenohNodeToken(node_).c_str()), &nlz_undeclare_token) {
+    if (!node_token_) throw std::runtime_error("zenoh: cannot declare the node's token: " + shimError());
     nlz_session_zid(session_.get(), zid_.data());
   }
 
   std::unique_ptr<Publisher> createPublisher(const std::string& ros_topic, const std::string& ros_type,
                                              const Qos& qos) override {
     const std::string key = keyExpr(ros_topic, ros_type);
+    const std::string token =
+        zenohEndpointToken(node_, ++entities_, ZenohEntity::Publisher, ros_topic, ros_type, typeHash(ros_type), qos);
+    const std::string peers =
+        zenohEndpointPattern(config_.domain_id, ZenohEntity::Subscription, ros_topic, ros_type, typeHash(ros_type));
     // rmw_zenoh's choice for KEEP_LAST (see the top of this file): Reliable, Drop, whatever qos.reliability.
     NlzPublisher* pub = nlz_declare_publisher(session_.get(), key.c_str(), /*reliable=*/1, /*block=*/0,
-                                              qos.durability == Durability::TransientLocal ? 1 : 0, qos.depth);
+                                              qos.durability == Durability::TransientLocal ? 1 : 0, qos.depth,
+                                              token.c_str(), peers.c_str());
     if (!pub) throw std::runtime_error("zenoh: cannot publish on '" + key + "': " + shimError());
     // The GID in the attachment: the session's id with the last 4 bytes replaced by this
     // participant's publisher count (rmw_zenoh hashes its entity's liveliness key instead).
@@ -144,7 +173,11 @@ class ZenohParticipant : public Participant {
     state->callback = std::move(callback);
     state->counters = counters_;
     auto sub = std::make_unique<ZenohSubscription>(session_, std::move(state));
-    sub->declare(key, qos);
+    sub->declare(key, qos,
+                 zenohEndpointToken(node_, ++entities_, ZenohEntity::Subscription, ros_topic, ros_type,
+                                    typeHash(ros_type), qos),
+                 zenohEndpointPattern(config_.domain_id, ZenohEntity::Publisher, ros_topic, ros_type,
+                                      typeHash(ros_type)));
     return sub;
   }
 
@@ -158,16 +191,22 @@ class ZenohParticipant : public Participant {
   std::string middleware() const override { return "zenoh"; }
 
  private:
-  std::string keyExpr(const std::string& ros_topic, const std::string& ros_type) const {
+  std::string typeHash(const std::string& ros_type) const {
     auto it = config_.type_hashes.find(ros_type);
-    return zenohKeyExpr(config_.domain_id, ros_topic, ros_type, it == config_.type_hashes.end() ? "" : it->second);
+    return it == config_.type_hashes.end() ? std::string() : it->second;
+  }
+  std::string keyExpr(const std::string& ros_topic, const std::string& ros_type) const {
+    return zenohKeyExpr(config_.domain_id, ros_topic, ros_type, typeHash(ros_type));
   }
 
   SessionPtr session_;
   ParticipantConfig config_;
   std::shared_ptr<Counters> counters_;
+  ZenohNode node_;
+  TokenPtr node_token_;  // undeclared before the session closes
   std::array<uint8_t, 16> zid_{};
   std::atomic<uint32_t> publishers_{0};
+  std::atomic<uint64_t> entities_{0};  // the node took id 0
 };
 
 std::unique_ptr<Participant> makeZenohParticipant(const ParticipantConfig& config) {

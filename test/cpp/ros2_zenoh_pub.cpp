@@ -4,10 +4,12 @@
 //
 //   ros2_zenoh_pub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH TEXT COUNT
 //       publishes COUNT std_msgs/String-shaped samples (CDR of TEXT) every 100 ms once a
-//       subscriber matches (at most 10 s), printing "matched N" and "sent I" lines, then exits 0.
+//       subscriber matches (at most 10 s), printing "matched N" and "sent I" lines, and at the end
+//       "matched_at_end N" (the subscriptions it counts then), then exits 0. Node "ros2_zenoh_pub".
 //   ros2_zenoh_pub --sub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH COUNT
-//       subscribes, prints "ready", then "received <hex of the CDR bytes>" per sample; exits 0
-//       after COUNT samples, 1 when they do not come within 15 s.
+//       subscribes, prints "ready", then "received <hex of the CDR bytes>" per sample, and at the
+//       end "matched_at_end N" (the publishers it counts); exits 0 after COUNT samples, 1 when they
+//       do not come within 15 s. Node "ros2_zenoh_sub".
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -48,6 +50,7 @@ static int subscribe(char** argv) {
     while (received < count && std::chrono::steady_clock::now() < end)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     std::printf("samples_received %lld\n", static_cast<long long>(participant->stats().samples_received));
+    std::printf("matched_at_end %zu\n", sub->matched());
     std::fflush(stdout);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ros2_zenoh_pub --sub: %s\n", e.what());
@@ -93,6 +96,7 @@ int main(int argc, char** argv) {
     }
     const WireStats s = participant->stats();
     std::printf("samples_sent %lld\n", static_cast<long long>(s.samples_sent));
+    std::printf("matched_at_end %zu\n", pub->matched());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ros2_zenoh_pub: %s\n", e.what());
     return 1;

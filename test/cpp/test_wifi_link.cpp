@@ -222,13 +222,24 @@ TEST(WifiStats, AStatsLineHasEveryKeyInOrder) {
             "\"involuntary_switches\":3,\"nodes\":[{\"mac_tx\":5,\"mac_rx\":4,\"queue_drop\":0,"
             "\"retries\":0,\"final_fail\":0,\"phy_tx_drop\":0,\"phy_rx_drop\":0,\"data_mpdu_tx\":6,"
             "\"fer_drops\":1,\"burst_drops\":0,\"mac_queue_mean\":1.000000,\"mac_queue_max\":2,"
-            "\"mac_queue_max_total\":2,\"mac_queue_arrivals\":2,\"mac_queue_ahead_mean\":2.000000,"
+            "\"mac_queue_max_total\":2,\"mac_queue_drop\":3,\"mac_queue_arrivals\":2,"
+            "\"mac_queue_ahead_mean\":2.000000,"
             "\"small_arrivals\":1,\"small_ahead_mean\":1.000000,\"small_ahead_max\":1},"
             "{\"mac_tx\":0,\"mac_rx\":0,\"queue_drop\":0,\"retries\":0,\"final_fail\":0,"
             "\"phy_tx_drop\":0,\"phy_rx_drop\":0,\"data_mpdu_tx\":0,\"fer_drops\":0,\"burst_drops\":0,"
             "\"mac_queue_mean\":0.000000,\"mac_queue_max\":0,\"mac_queue_max_total\":0,"
-            "\"mac_queue_arrivals\":0,\"mac_queue_ahead_mean\":0.000000,\"small_arrivals\":0,"
+            "\"mac_queue_drop\":0,\"mac_queue_arrivals\":0,\"mac_queue_ahead_mean\":0.000000,\"small_arrivals\":0,"
             "\"small_ahead_mean\":0.000000,\"small_ahead_max\":0}]}\n");
+}
+
+TEST(WifiStats, QueueRefusedIsWhatTheMacTookButNeverQueued) {
+  NodeCounters c;
+  c.macTx = 10;
+  c.Arrival(0, true);
+  EXPECT_EQ(c.QueueRefused(), 9u);
+  c.qos = true;  // with QoS every access category's queue counts, not only best effort's
+  c.acEnqueued = {4, 1, 2, 3};
+  EXPECT_EQ(c.QueueRefused(), 0u);
 }
 
 TEST(WifiStats, BackgroundAppearsOnlyWithPairs) {

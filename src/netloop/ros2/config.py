@@ -2,18 +2,25 @@
 directory (``transport/<host>.xml``, ``transport/<node>.json5``), and read by the library
 through the nodes' ``~middleware_config`` parameter:
 
-  - **Cyclone DDS 0.10** (``CYCLONEDDS_URI``): the host's address as the only interface;
+  - **Cyclone DDS 0.10** (``CYCLONEDDS_URI``): what rmw_cyclonedds_cpp (Jazzy) gives a node
+    that has no configuration of its own, with the host's address as the only interface;
     discovery by SPDP multicast (``AllowMulticast spdp``: only discovery goes multicast, data
-    is unicast, as ROS 2 users set it on Wi-Fi) or by a ``<Peers>`` list of every host's address
-    with multicast off; ``ParticipantIndex auto`` so that unicast discovery finds every
-    participant of a host; RTPS messages and fragments sized to the link's MTU, so no sample
-    leaves as IP fragments (one lost IP fragment loses the whole datagram on 802.11). Cyclone
-    has no shared memory unless iceoryx is configured (it is not), so every sample crosses the
-    network stack.
+    is unicast, which is what Cyclone chooses itself on a wireless interface) or by a ``<Peers>``
+    list of every host's address with multicast off; ``ParticipantIndex auto`` so that unicast
+    discovery finds every participant of a host. RTPS messages keep Cyclone's default size
+    (14,720 bytes, fragments of 1,344), or with ``message_size: mtu`` are capped at the link's
+    MTU so that none leaves as IP fragments. Cyclone has no shared memory unless iceoryx is
+    configured (it is not), so every sample crosses the network stack.
   - **Fast DDS 2.9** (``FASTRTPS_DEFAULT_PROFILES_FILE``): a default participant profile with
     one UDPv4 transport limited to the host's address (``interfaceWhiteList``) and the
     built-in transports off (no shared memory: samples really cross the link, also between
-    two nodes of one host); ``initialPeersList`` with every host's address for ``peers``.
+    two nodes of one host); ``initialPeersList`` with every host's address for ``peers``. RTPS
+    messages keep Fast DDS's default size (65,500 bytes: a 64 KB sample is two messages, each
+    cut into IP fragments), as rmw_fastrtps_cpp leaves it, or with ``message_size: mtu`` are
+    capped at the link's MTU. The writers' QoS that rmw_fastrtps_cpp sets (synchronous
+    publishing, history memory PREALLOCATED_WITH_REALLOC, data sharing off) is set by the
+    nodes (``src/ros2/fastdds.cpp``); heartbeat and NACK timings stay Fast DDS's defaults, as
+    the rmw leaves them.
   - **Zenoh 1.x** (JSON5): mode ``peer``; multicast scouting on the host's interface, or, for
     ``peers``, a listening endpoint per node on a port of its own and connect endpoints to every
     node planned before it (a connection is two-way, so the nodes form a full mesh; gossip
@@ -68,6 +75,8 @@ class NetPlan:
     router_address: str | None = None  # zenoh router (operator's address) for mode router
     #: zenoh peers: node -> (its host, its listening port), in the order the nodes were planned
     zenoh_ports: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: DDS: ``rmw`` (the library's default RTPS message size) or ``mtu`` (one IP packet each)
+    message_size: str = "rmw"
 
     def host(self, name: str) -> HostNet:
         return next(h for h in self.hosts if h.host == name)
@@ -99,21 +108,22 @@ def cyclonedds_xml(plan: NetPlan, host: str) -> str:
     # does for ROS_LOCALHOST_ONLY)
     iface_attrs = f"address={quoteattr(me.address)}" + (' multicast="true"' if multicast and plan.shared_namespace
                                                         else "")
-    peers = ""
+    peers = sizes = ""
+    if plan.message_size == "mtu":
+        sizes = (f"\n      <MaxMessageSize>{rtps_message_bytes(me.mtu)}B</MaxMessageSize>"
+                 f"\n      <FragmentSize>{rtps_fragment_bytes(me.mtu)}B</FragmentSize>")
     if not multicast:
         peers = ("\n      <Peers>\n" + "".join(f"        <Peer address={quoteattr(a)}/>\n"
                                             for a in plan.peer_addresses()) + "      </Peers>")
     return f"""<?xml version="1.0" encoding="UTF-8"?>
-<!-- netloop: Cyclone DDS configuration of host {host} (discovery: {plan.discovery}) -->
+<!-- netloop: Cyclone DDS configuration of host {host} (discovery: {plan.discovery}, message size: {plan.message_size}) -->
 <CycloneDDS xmlns="https://cdds.io/config">
   <Domain Id="any">
     <General>
       <Interfaces>
         <NetworkInterface {iface_attrs}/>
       </Interfaces>
-      <AllowMulticast>{"spdp" if multicast else "false"}</AllowMulticast>
-      <MaxMessageSize>{rtps_message_bytes(me.mtu)}B</MaxMessageSize>
-      <FragmentSize>{rtps_fragment_bytes(me.mtu)}B</FragmentSize>
+      <AllowMulticast>{"spdp" if multicast else "false"}</AllowMulticast>{sizes}
     </General>
     <Discovery>
       <ParticipantIndex>auto</ParticipantIndex>
@@ -127,20 +137,21 @@ def cyclonedds_xml(plan: NetPlan, host: str) -> str:
 def fastdds_xml(plan: NetPlan, host: str, domain_id: int = 0) -> str:
     """Fast DDS 2.9 profiles of one host: the default participant profile."""
     me = plan.host(host)
-    peers = ""
+    peers = size = ""
+    if plan.message_size == "mtu":
+        size = f"\n        <maxMessageSize>{rtps_message_bytes(me.mtu)}</maxMessageSize>"
     if plan.discovery == "peers":
         peers = ("\n        <initialPeersList>\n" + "".join(
             f"          <locator><udpv4><address>{a}</address></udpv4></locator>\n" for a in plan.peer_addresses())
             + "        </initialPeersList>")
     return f"""<?xml version="1.0" encoding="UTF-8"?>
-<!-- netloop: Fast DDS profiles of host {host} (discovery: {plan.discovery}) -->
+<!-- netloop: Fast DDS profiles of host {host} (discovery: {plan.discovery}, message size: {plan.message_size}) -->
 <dds xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
   <profiles>
     <transport_descriptors>
       <transport_descriptor>
         <transport_id>netloop_udpv4</transport_id>
-        <type>UDPv4</type>
-        <maxMessageSize>{rtps_message_bytes(me.mtu)}</maxMessageSize>
+        <type>UDPv4</type>{size}
         <maxInitialPeersRange>{DDS_PARTICIPANTS_PER_HOST}</maxInitialPeersRange>
         <interfaceWhiteList>
           <address>{me.address}</address>

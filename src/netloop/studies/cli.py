@@ -6,7 +6,9 @@ published ones.
     netloop reproduce jordan --quick               the short variants (the shapes kept, minutes not hours)
     netloop reproduce pound --part tables          only that part (repeatable)
     netloop reproduce jordan --quick --dry-run     the parts' runs and how long they take, run nothing
-    netloop reproduce pound --results tables=DIR   compare a campaign already run instead of running it
+    netloop reproduce pound --campaign tables=DIR  compare a campaign already run instead of running it
+    netloop reproduce pound --transports tcp,udp   only these transports of every part run
+    netloop reproduce jordan --shard 2/3           one share of every part's cells (docs/shards.md)
     netloop reproduce pound --link wifi6_calibrated   every part on another link profile
     netloop reproduce sanap --machines pi_laptop   the same files on real machines (a hosts file)
 
@@ -23,9 +25,11 @@ import os
 import sys
 from pathlib import Path
 
+from .. import cli_options as opt
 from .. import paths
 from ..run_files import has_analysis, has_campaign
 from ..schema import ConfigError
+from ..shards import parse_shard
 from . import STUDY_MODULES, UnknownStudy, available, load
 from .core import StudyResult
 
@@ -46,10 +50,11 @@ def list_studies() -> str:
 
 
 def part_experiment(study, part, quick: bool = False, link: str | None = None,
-                    machines: str | None = None):
+                    machines: str | None = None, transports: list[str] | None = None):
     """The experiment a part runs: its file, on ``link`` or ``machines`` when given, made short
-    by :func:`netloop.experiment.quick_variant` and the part's own ``quick`` under --quick."""
-    from ..experiment import load_experiment, quick_variant, validate_experiment
+    by :func:`netloop.experiment.quick_variant` and the part's own ``quick`` under --quick, with
+    only ``transports`` (each one the part's file must list)."""
+    from ..experiment import load_experiment, quick_variant, select_transports, validate_experiment
     from ..schema import to_dict
     exp = load_experiment(str(paths.EXPERIMENTS / part.experiment), machines)
     if link:
@@ -60,7 +65,10 @@ def part_experiment(study, part, quick: bool = False, link: str | None = None,
         exp = quick_variant(exp)
         if part.quick is not None:
             exp = part.quick(exp)
-    return exp
+    try:
+        return select_transports(exp, transports)
+    except ConfigError as err:
+        raise ConfigError(opt.TRANSPORTS, f"part {part.name}: {err.message}") from None
 
 
 def estimated_minutes(exp) -> float:
@@ -69,28 +77,31 @@ def estimated_minutes(exp) -> float:
     return sum(estimated_run_seconds(for_cell(exp, c).experiment) for c in expand(exp)) / 60
 
 
-def plan_text(study, experiments: dict) -> str:
-    """What ``--dry-run`` prints: each part's file, runs and estimated minutes, and the total."""
-    from ..experiment import expand
-    lines, total = [f"{study.name}: {len(experiments)} part(s)"], 0.0
+def plan_text(study, experiments: dict, shard=None) -> str:
+    """What ``--dry-run`` prints: each part's file, runs (of the ``shard``) and estimated minutes,
+    and the total."""
+    from ..experiment import estimated_run_seconds, for_cell
+    from ..shards import experiment_shard
+    lines, total = [f"{study.name}: {len(experiments)} part(s)" + (f", shard {shard.label}" if shard else "")], 0.0
     for name, exp in experiments.items():
-        minutes = estimated_minutes(exp)
+        cells = experiment_shard(exp, shard)[0]
+        runs, minutes = len(cells), sum(estimated_run_seconds(for_cell(exp, c).experiment) for c in cells) / 60
         total += minutes
-        lines.append(f"  {name:16s} {len(expand(exp)):4d} runs  ~{minutes:5.1f} min  {exp.name} "
+        lines.append(f"  {name:16s} {runs:4d} runs  ~{minutes:5.1f} min  {exp.name} "
                      f"(link {exp.link}{', machines ' + exp.machines if exp.machines else ''})")
     lines.append(f"about {total:.0f} min in all")
     return "\n".join(lines)
 
 
-def run_part(exp, results_parent: Path | None) -> Path:
-    """Run one part's experiment into a new campaign directory and write its report."""
+def run_part(exp, results_parent: Path | None, shard=None) -> Path:
+    """Run one part's experiment (or its ``shard``) into a new campaign directory and write its report."""
     from .. import runner
     from ..analysis.report import write_report
-    out = runner.campaign_dir_for(exp, results_parent)
-    print(f"netloop reproduce: running {exp.name} into {out}", flush=True)
+    out = runner.campaign_dir_for(exp, results_parent, shard)
+    print(f"netloop reproduce: running {exp.name}{f' shard {shard.label}' if shard else ''} into {out}", flush=True)
     if exp.machines:
         runner.check_machines(exp)
-    runner.run_experiment(exp, out)
+    runner.run_experiment(exp, out, shard=shard)
     write_report(out)
     return out
 
@@ -101,14 +112,14 @@ def _given_results(items: list[str], study) -> dict:
     for item in items:
         name, sep, path = item.partition("=")
         if not sep:
-            raise ConfigError("--results", f"{item!r} is not PART=DIR; the parts of {study.name}: "
-                                           + ", ".join(p.name for p in study.parts))
+            raise ConfigError(opt.CAMPAIGN, f"{item!r} is not PART=DIR; the parts of {study.name}: "
+                                            + ", ".join(p.name for p in study.parts))
         try:
             study.part(name)
         except KeyError as err:
-            raise ConfigError("--results", str(err.args[0])) from None
+            raise ConfigError(opt.CAMPAIGN, str(err.args[0])) from None
         if not has_analysis(path) and not has_campaign(path):
-            raise ConfigError("--results", f"{path} is not a campaign directory (no campaign.json)")
+            raise ConfigError(opt.CAMPAIGN, f"{path} is not a campaign directory (no campaign.json)")
         out[name] = Path(path)
     return out
 
@@ -148,14 +159,16 @@ def main(args) -> int:
     if unknown:
         raise ConfigError("--part", f"{', '.join(unknown)}: study {study.name} has the parts "
                                     + ", ".join(p.name for p in study.parts))
-    campaigns = _given_results(args.results, study)
+    campaigns = _given_results(args.campaign, study)
     wanted = [p for p in study.parts if (not args.part or p.name in args.part) and p.name not in campaigns]
-    if args.results and not args.part:
-        wanted = []          # --results alone: compare what was given, run nothing
+    if args.campaign and not args.part:
+        wanted = []          # --campaign alone: compare what was given, run nothing
     # every part's experiment is built (and refused) before the first one runs
-    experiments = {p.name: part_experiment(study, p, args.quick, args.link, args.machines) for p in wanted}
+    experiments = {p.name: part_experiment(study, p, args.quick, args.link, args.machines, args.transports)
+                   for p in wanted}
+    shard = parse_shard(args.shard)
     if args.dry_run:
-        print(plan_text(study, experiments))
+        print(plan_text(study, experiments, shard))
         return 0
     if experiments and not args.machines and os.geteuid() != 0 and \
             any(e.link != "loopback" for e in experiments.values()):
@@ -171,7 +184,7 @@ def main(args) -> int:
         print(f"netloop reproduce: part {i}/{len(experiments)} {name} ({study.part(name).reproduces})",
               flush=True)
         try:
-            campaigns[name] = run_part(exp, args.results_parent)
+            campaigns[name] = run_part(exp, args.out, shard)
         except Exception as err:  # noqa: BLE001 - an interrupt or a refused machine: say what is kept
             from .. import runner
             from ..machines import RealHostsError
@@ -180,11 +193,17 @@ def main(args) -> int:
             done = ", ".join(f"{k}={v}" for k, v in campaigns.items())
             print(f"netloop reproduce: stopped in part {name} ({err}); campaigns kept: {done or 'none'}"
                   + (f"; compare them with: netloop reproduce {study.name} "
-                     + " ".join(f"--results {k}={v}" for k, v in campaigns.items()) if campaigns else ""),
+                     + " ".join(f"--campaign {k}={v}" for k, v in campaigns.items()) if campaigns else ""),
                   file=sys.stderr)
             return 130 if isinstance(err, runner.Interrupted) else 2
+    if shard:   # one share of each part: compared once the shards are merged
+        print(f"netloop reproduce: shard {shard.label} of {study.name} done: "
+              + ", ".join(f"{k}={v}" for k, v in campaigns.items())
+              + f"; merge each part's shards with 'netloop report SHARD...', then compare: netloop reproduce "
+                f"{study.name}" + "".join(f" --campaign {k}=MERGED" for k in campaigns))
+        return 0
     result = study.compare(campaigns)
-    out = write_reproduction(study, result, args.quick, args.results_parent)
+    out = write_reproduction(study, result, args.quick, args.out)
     print(f"\n{study.title} — published vs netloop{' (quick variants)' if args.quick else ''}\n")
     print(result.markdown())
     print(f"netloop reproduce: written to {out}")
@@ -204,14 +223,16 @@ def register(sub) -> None:
                    help="the short variants (1 repetition, fewer messages and points; the shapes kept)")
     p.add_argument("--part", action="append", default=[], metavar="PART",
                    help="run only this part (repeatable; --list shows the parts)")
-    p.add_argument("--results", action="append", default=[], metavar="PART=DIR",
-                   help="compare this campaign directory for PART instead of running it (repeatable); "
-                        "with no --part nothing else runs")
+    opt.add_campaign(p, "compare this campaign for PART instead of running it (repeatable); with no --part "
+                        "nothing else runs", action="append", default=[], metavar="PART=CAMPAIGN")
     p.add_argument("--dry-run", action="store_true",
                    help="print each part's runs and estimated duration, run nothing")
     p.add_argument("--link", default=None, help="run every part on this link profile instead of its own")
     p.add_argument("--machines", metavar="HOSTS", default=None,
                    help="run on real machines over SSH (a hosts file, as for 'netloop run')")
-    p.add_argument("--results-parent", type=Path, default=None,
-                   help="parent directory of the campaigns and the comparison (default results/)")
+    opt.add_out(p, "where the parts' campaigns and the comparison go: new folders in DIR (default results/)")
+    opt.add_transports(p, of="every part's")
+    opt.add_shard(p)
+    opt.renamed(p, "--results", opt.CAMPAIGN)
+    opt.renamed(p, "--results-parent", opt.OUT)
     p.set_defaults(func=main)

@@ -22,11 +22,12 @@ import sys
 import time
 from pathlib import Path
 
+from netloop import cli_options as opt
 from netloop.schema import ConfigError
 
 from . import state, util
 from .tap_link import StatsFile
-from .profiles import load_profile, parse_set
+from .profiles import load_profile
 
 _SRC = str(Path(__file__).resolve().parents[2])
 
@@ -42,10 +43,10 @@ def register(subparsers) -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="create hosts and link, leave them running")
     up.add_argument("--link", required=True, metavar="PROFILE",
                     help="link profile (a name in config/links/, e.g. ethernet, wifi6, shaped)")
-    up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a profile parameter, e.g. --set delay_ms=20 (repeatable)")
+    opt.add_link_param(up, "set a key of the link profile")
     up.add_argument("--log-dir", help="where the emulator's log and stats go "
                                       "(default /run/netloop/<id>/)")
+    opt.renamed(up, "--set", opt.LINK_PARAM)
     down = sub.add_parser("down", help="remove testbeds made by 'up' and leftovers of crashes")
     down.add_argument("--id", help="only this testbed (see 'status')")
     st = sub.add_parser("status", help="list live testbeds")
@@ -65,7 +66,7 @@ def _env() -> dict:
 
 
 def cmd_up(args) -> int:
-    overrides = parse_set(args.set)
+    overrides = opt.parse_link_params(args.link_param)
     profile = load_profile(args.link, overrides or None)  # ConfigError -> caller prints it
     if profile.type == "loopback":
         print(f"link '{profile.name}' needs no testbed: robot and operator are this host "

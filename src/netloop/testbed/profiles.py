@@ -27,7 +27,7 @@ from .link_air import (OFDM_RATES, WIFI_RATES, air_crossings, air_left_mbit, air
 from .profile_models import MODELS, TYPES, LinkProfile
 
 __all__ = ["LINKS_DIR", "MODELS", "OFDM_RATES", "TYPES", "WIFI_RATES", "LinkProfile", "air_crossings", "air_left_mbit",
-           "air_overhead_bytes", "background_air_mbit", "link_capacity_mbit", "load_profile", "parse_set",
+           "air_overhead_bytes", "background_air_mbit", "link_capacity_mbit", "load_profile",
            "phy_mbit", "profile_names", "shaper_rate_kbit", "validate_profile"]
 
 LINKS_DIR = CONFIG / "links"
@@ -110,16 +110,3 @@ def load_profile(name: str, overrides: dict | None = None) -> LinkProfile:
     return validate_profile(raw, source=source, name=name)
 
 
-def parse_set(items: list[str] | None) -> dict:
-    """Turn CLI ``--set key=value`` items into an overrides dict (values parsed as YAML)."""
-    import yaml
-    out: dict[str, Any] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise ConfigError(str(item), "expected key=value (e.g. delay_ms=20)")
-        key, _, text = item.partition("=")
-        try:
-            out[key.strip()] = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError:
-            out[key.strip()] = text
-    return out

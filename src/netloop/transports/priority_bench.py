@@ -353,7 +353,7 @@ def docs_block(bench: dict[str, Any]) -> str:
         return f"Not measured yet{why}: `make bench BENCH_ARGS=\"--only priority\"` (root; about 12 minutes)."
     h = bench.get("host") or {}
     when = str((bench.get("dates") or {}).get("priority") or bench.get("date") or "?")
-    when = when[:16].replace("T", " ") + (" UTC" if when.endswith("+00:00") else "")
+    when = when[:10]   # the day: the time of day stays in bench.json
     return "\n".join([f"Measured {when} on {h.get('cpu', '?')}, {h.get('cores', '?')} cores, kernel "
                       f"{h.get('kernel', '?')} (shared; one run per case), by `make bench` "
                       "(`BENCH_ARGS=\"--only priority\"` runs this part alone):", "", *markdown(part)]).rstrip()

@@ -21,8 +21,9 @@ its defaults; :mod:`netloop.ros2.distro`), native only. Two deployments, as ROS 
 Options (``transport_options: {cyclonedds: {...}}``): ``deployment``, ``qos`` (ROS 2's profile
 by name), ``reliability``, ``durability``, ``depth`` (overrides), ``discovery`` (``multicast``:
 SPDP multicast / Zenoh scouting over the link, as ROS 2 does out of the box; ``peers``: the
-hosts' addresses), ``domain_id`` (ROS_DOMAIN_ID), Zenoh only ``mode`` (``peer``, or ``router``:
-a router on the operator, rmw_zenoh's scheme). ``loop.qos`` and ``flows[].qos`` override the QoS
+hosts' addresses), ``domain_id`` (ROS_DOMAIN_ID), DDS only ``message_size`` (``rmw``: the
+library's own RTPS message size, as the rmw leaves it; ``mtu``: one IP packet each), Zenoh only
+``mode`` (``peer``, or ``router``: a router on the operator, rmw_zenoh's scheme). ``loop.qos`` and ``flows[].qos`` override the QoS
 per loop and per flow. The middleware's own configuration is generated per host in the run
 directory (:mod:`netloop.ros2.config`).
 """
@@ -225,7 +226,8 @@ class Ros2Transport(Transport):
         hosts = [ros2config.HostNet(h, a, ctx.interface.get(h) or ("lo" if shared else None), ctx.mtu.get(h, 1500))
                  for h, a in addresses.items()]
         router = addresses.get("operator", next(iter(addresses.values()))) if options.zenoh_mode == "router" else None
-        return ros2config.NetPlan(hosts, options.discovery, shared, options.zenoh_mode, router)
+        return ros2config.NetPlan(hosts, options.discovery, shared, options.zenoh_mode, router,
+                                  message_size=getattr(options, "message_size", "rmw"))
 
     def _write_host_configs(self) -> None:
         assert self.plan is not None and self.ctx is not None

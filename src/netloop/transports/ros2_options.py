@@ -1,8 +1,9 @@
 """The options of the ROS 2 transports (``transport_options.cyclonedds``, ``.fastdds``,
 ``.zenoh``, ``.rmw_fastrtps_cpp``): deployment, QoS profile and overrides, discovery, domain;
-Zenoh's mode; the real rmw's XML profiles file. Typed as :class:`Ros2Options`
-(:class:`ZenohOptions` adds ``mode``, :class:`RmwOptions` ``profiles_file``);
-``options_schema(middleware)`` is the mapping an experiment file holds (:mod:`.options`)."""
+the DDS libraries' RTPS message size; Zenoh's mode; the real rmw's XML profiles file. Typed as
+:class:`Ros2Options` (:class:`DdsOptions` adds ``message_size``, :class:`ZenohOptions`
+``mode``, :class:`RmwOptions` ``profiles_file``); ``options_schema(middleware)`` is the mapping
+an experiment file holds (:mod:`.options`)."""
 from __future__ import annotations
 
 import functools
@@ -45,6 +46,18 @@ class Ros2Options:
         return "peer"
 
 
+@section("ROS 2 over DDS: deployment, QoS, discovery, RTPS message size")
+class DdsOptions(Ros2Options):
+    """``transport_options.cyclonedds`` / ``.fastdds``."""
+
+    message_size: str = key(Enum(["rmw", "mtu"], "rmw",
+                                 "rmw: the library's own largest RTPS message, as rmw_fastrtps_cpp and "
+                                 "rmw_cyclonedds_cpp leave it (Fast DDS 65,500 bytes, Cyclone DDS 14,720): a large "
+                                 "sample leaves in few datagrams, each cut into IP fragments; mtu: every RTPS "
+                                 "message capped at the link's MTU (one IP packet each, a 64 KB sample ~49 "
+                                 "datagrams)", what="RTPS message size"))
+
+
 @section("ROS 2 over Zenoh: deployment, QoS, discovery, mode")
 class ZenohOptions(Ros2Options):
     """``transport_options.zenoh``."""
@@ -76,7 +89,7 @@ class RmwOptions(Ros2Options):
 
 def options_model(middleware: str) -> type[Ros2Options]:
     """The typed options of one middleware."""
-    return {"zenoh": ZenohOptions, "rmw_fastrtps_cpp": RmwOptions}.get(middleware, Ros2Options)
+    return {"zenoh": ZenohOptions, "rmw_fastrtps_cpp": RmwOptions}.get(middleware, DdsOptions)
 
 
 @functools.lru_cache(maxsize=None)

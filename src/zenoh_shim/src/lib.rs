@@ -9,14 +9,17 @@
 //! * publishers as rmw_zenoh declares them: an AdvancedPublisher on the topic's key expression,
 //!   reliability and congestion control from the QoS, and for transient_local a cache of the last
 //!   `depth` samples with publisher detection, so that late AdvancedSubscribers get them;
-//! * each put carries rmw_zenoh's attachment: zenoh-ext serialization of the string
-//!   "sequence_number", an i64, "source_timestamp", an i64 [ns], "source_gid", 16 bytes
-//!   (rmw_zenoh_cpp's AttachmentData::serialize_to_zbytes, Jazzy);
+//! * each put carries rmw_zenoh's attachment: zenoh-ext serialization of the sequence number
+//!   (i64), the source timestamp (i64, ns) and the source GID (16 bytes) (rmw_zenoh_cpp's
+//!   AttachmentData::serialize_to_zbytes, Jazzy 0.2.4 to 0.2.10);
 //! * subscribers as AdvancedSubscribers calling a C callback with the payload's bytes; for
 //!   transient_local with history (late publishers detected, `depth` samples per publisher);
-//! * matching: a publisher's Zenoh matching status, and, between netloop's own endpoints, a
-//!   count of the other side from liveliness tokens (`@netloop_lv/<pub|sub>/<zid>/<id>/<key>`),
-//!   since Zenoh tells a subscriber nothing about publishers.
+//! * the ROS graph: liveliness tokens whose key expressions the caller forms (rmw_zenoh's
+//!   `@ros2_lv/...` format, src/ros2/zenoh_tokens.cpp): one per node, one per publisher and
+//!   subscriber. Matching counts the other side's tokens on a pattern the caller gives, so a
+//!   real rmw_zenoh node's endpoints count as netloop's do; a publisher also counts Zenoh's
+//!   matching status (a subscriber without a token), since Zenoh tells a subscriber nothing
+//!   about publishers.
 //!
 //! Errors: functions that fail return NULL or a negative number and leave a message for
 //! `nlz_last_error()` (per thread). No function panics across the C boundary.
@@ -89,7 +92,6 @@ pub extern "C" fn nlz_zenoh_version() -> *const c_char {
 
 pub struct NlzSession {
     session: Session,
-    next_id: AtomicU64,
 }
 
 /// Opens a session. `config_path`: a Zenoh JSON5 configuration file, or NULL/"" for the
@@ -113,7 +115,7 @@ pub unsafe extern "C" fn nlz_open(config_path: *const c_char, config_json5: *con
             .insert_json5("timestamping/enabled", "true")
             .map_err(|e| format!("zenoh config: timestamping: {e}"))?;
         let session = zenoh::open(config).wait().map_err(|e| format!("zenoh open: {e}"))?;
-        Ok(Box::into_raw(Box::new(NlzSession { session, next_id: AtomicU64::new(1) })))
+        Ok(Box::into_raw(Box::new(NlzSession { session })))
     })
 }
 
@@ -125,6 +127,22 @@ pub unsafe extern "C" fn nlz_session_zid(s: *const NlzSession, out: *mut u8) {
     }
     let zid = (*s).session.zid().to_le_bytes();
     std::ptr::copy_nonoverlapping(zid.as_ptr(), out, 16);
+}
+
+/// The session's Zenoh id as Zenoh prints it (rmw_zenoh's tokens carry it), NUL-terminated into
+/// `out` of `size` bytes. Returns the string's length, or -1 when it does not fit.
+#[no_mangle]
+pub unsafe extern "C" fn nlz_session_zid_string(s: *const NlzSession, out: *mut c_char, size: usize) -> i64 {
+    guarded(-1, || {
+        let s = s.as_ref().ok_or("session is NULL")?;
+        let text = s.session.zid().to_string();
+        if out.is_null() || text.len() + 1 > size {
+            return Err(format!("zid '{text}' does not fit in {size} bytes"));
+        }
+        std::ptr::copy_nonoverlapping(text.as_ptr(), out as *mut u8, text.len());
+        *out.add(text.len()) = 0;
+        Ok(text.len() as i64)
+    })
 }
 
 /// Closes the session and frees it. Declare nothing on it afterwards; undeclare its publishers
@@ -141,35 +159,65 @@ pub unsafe extern "C" fn nlz_close(s: *mut NlzSession) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Matching between netloop's endpoints (liveliness tokens)
+// The ROS graph: liveliness tokens
 
-const LV_PREFIX: &str = "@netloop_lv";
+pub struct NlzToken {
+    token: LivelinessToken,
+}
 
-/// Counts the liveliness tokens of the other side's endpoints on one key expression.
+/// Declares a liveliness token on `keyexpr` (a node's: the caller forms it). NULL on failure.
+#[no_mangle]
+pub unsafe extern "C" fn nlz_declare_token(s: *const NlzSession, keyexpr: *const c_char) -> *mut NlzToken {
+    guarded(std::ptr::null_mut(), || {
+        let s = s.as_ref().ok_or("session is NULL")?;
+        let key = c_str(keyexpr, "keyexpr")?.to_string();
+        let token = s.session.liveliness().declare_token(key.clone()).wait()
+            .map_err(|e| format!("liveliness token {key}: {e}"))?;
+        Ok(Box::into_raw(Box::new(NlzToken { token })))
+    })
+}
+
+/// Undeclares the token and frees it.
+#[no_mangle]
+pub unsafe extern "C" fn nlz_undeclare_token(t: *mut NlzToken) {
+    if t.is_null() {
+        return;
+    }
+    let t = Box::from_raw(t);
+    let _ = catch_unwind(AssertUnwindSafe(move || {
+        let _ = t.token.undeclare().wait();
+    }));
+}
+
+/// The live tokens matching a pattern (the other side's endpoints of one topic).
 struct PeerCount {
     keys: Mutex<HashSet<String>>,
 }
 
+impl PeerCount {
+    fn len(&self) -> i64 {
+        self.keys.lock().map(|k| k.len()).unwrap_or(0) as i64
+    }
+}
+
+/// An endpoint's own token on `token_key`, and a count of the live tokens on `peer_pattern`.
 fn declare_presence(
     s: &NlzSession,
-    kind: &str,
-    other: &str,
-    keyexpr: &str,
+    token_key: &str,
+    peer_pattern: &str,
 ) -> Result<(LivelinessToken, Subscriber<()>, Arc<PeerCount>), String> {
-    let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-    let zid = s.session.zid();
     let token = s
         .session
         .liveliness()
-        .declare_token(format!("{LV_PREFIX}/{kind}/{zid}/{id}/{keyexpr}"))
+        .declare_token(token_key.to_string())
         .wait()
-        .map_err(|e| format!("liveliness token: {e}"))?;
+        .map_err(|e| format!("liveliness token {token_key}: {e}"))?;
     let count = Arc::new(PeerCount { keys: Mutex::new(HashSet::new()) });
     let c = count.clone();
     let watcher = s
         .session
         .liveliness()
-        .declare_subscriber(format!("{LV_PREFIX}/{other}/*/*/{keyexpr}"))
+        .declare_subscriber(peer_pattern.to_string())
         .history(true)
         .callback(move |sample| {
             let key = sample.key_expr().as_str().to_string();
@@ -180,7 +228,7 @@ fn declare_presence(
             };
         })
         .wait()
-        .map_err(|e| format!("liveliness subscriber: {e}"))?;
+        .map_err(|e| format!("liveliness subscriber {peer_pattern}: {e}"))?;
     Ok((token, watcher, count))
 }
 
@@ -195,7 +243,8 @@ pub struct NlzPublisher {
     seq: AtomicU64,
 }
 
-/// Declares a publisher on `keyexpr`.
+/// Declares a publisher on `keyexpr`, with its liveliness token `token` and counting the
+/// subscriptions' tokens on `peers` (key expressions the caller forms).
 /// `reliable`: 1 = Reliability::Reliable, 0 = BestEffort. `block`: 1 = CongestionControl::Block,
 /// 0 = Drop. `transient_local`: 1 = keep the last `depth` samples for late subscribers.
 /// Returns NULL on failure.
@@ -207,10 +256,14 @@ pub unsafe extern "C" fn nlz_declare_publisher(
     block: c_int,
     transient_local: c_int,
     depth: c_int,
+    token: *const c_char,
+    peers: *const c_char,
 ) -> *mut NlzPublisher {
     guarded(std::ptr::null_mut(), || {
         let s = s.as_ref().ok_or("session is NULL")?;
         let key = c_str(keyexpr, "keyexpr")?.to_string();
+        let token = c_str(token, "token")?;
+        let peers = c_str(peers, "peers")?;
         let builder = s
             .session
             .declare_publisher(key.clone())
@@ -224,7 +277,7 @@ pub unsafe extern "C" fn nlz_declare_publisher(
             builder.advanced()
         };
         let publisher = builder.wait().map_err(|e| format!("declare publisher {key}: {e}"))?;
-        let (token, watcher, subscribers) = declare_presence(s, "pub", "sub", &key)?;
+        let (token, watcher, subscribers) = declare_presence(s, token, peers)?;
         Ok(Box::into_raw(Box::new(NlzPublisher {
             publisher,
             _token: token,
@@ -235,14 +288,12 @@ pub unsafe extern "C" fn nlz_declare_publisher(
     })
 }
 
-/// rmw_zenoh's attachment of one sample.
+/// rmw_zenoh's attachment of one sample (Jazzy 0.2.4 to 0.2.10: the three values in order; the
+/// GID as a 16-element array, which zenoh-ext writes with its length).
 fn attachment(seq: i64, source_ts_ns: i64, gid: &[u8; 16]) -> ZBytes {
     let mut ser = ZSerializer::new();
-    ser.serialize("sequence_number");
     ser.serialize(seq);
-    ser.serialize("source_timestamp");
     ser.serialize(source_ts_ns);
-    ser.serialize("source_gid");
     ser.serialize(gid);
     ser.finish()
 }
@@ -275,14 +326,14 @@ pub unsafe extern "C" fn nlz_put(
     })
 }
 
-/// Subscriptions matched: the number of netloop subscriptions seen on the key expression, or 1
-/// if there is none but Zenoh's matching status says some subscriber matches (e.g. another Zenoh
-/// application). -1 on failure.
+/// Subscriptions matched: the number of subscription tokens seen on the publisher's `peers`
+/// pattern (netloop's or a ROS 2 node's), or 1 if there is none but Zenoh's matching status says
+/// some subscriber matches (a Zenoh application without a token). -1 on failure.
 #[no_mangle]
 pub unsafe extern "C" fn nlz_publisher_matched(p: *const NlzPublisher) -> i64 {
     guarded(-1, || {
         let p = p.as_ref().ok_or("publisher is NULL")?;
-        let n = p.subscribers.keys.lock().map(|k| k.len()).unwrap_or(0) as i64;
+        let n = p.subscribers.len();
         if n > 0 {
             return Ok(n);
         }
@@ -324,7 +375,8 @@ pub struct NlzSubscriber {
     publishers: Arc<PeerCount>,
 }
 
-/// Declares a subscriber on `keyexpr` calling `callback(data, len, user)` for every sample.
+/// Declares a subscriber on `keyexpr` calling `callback(data, len, user)` for every sample, with
+/// its liveliness token `token` and counting the publishers' tokens on `peers`.
 /// `transient_local`: 1 = ask late-detected publishers for their cached samples (up to `depth`
 /// each). `user` must stay valid until nlz_undeclare_subscriber returns. NULL on failure.
 #[no_mangle]
@@ -335,10 +387,14 @@ pub unsafe extern "C" fn nlz_declare_subscriber(
     depth: c_int,
     callback: NlzSampleCallback,
     user: *mut c_void,
+    token: *const c_char,
+    peers: *const c_char,
 ) -> *mut NlzSubscriber {
     guarded(std::ptr::null_mut(), || {
         let s = s.as_ref().ok_or("session is NULL")?;
         let key = c_str(keyexpr, "keyexpr")?.to_string();
+        let token = c_str(token, "token")?;
+        let peers = c_str(peers, "peers")?;
         let user = UserPtr(user);
         let on_sample = move |sample: zenoh::sample::Sample| {
             let user = &user;
@@ -360,17 +416,18 @@ pub unsafe extern "C" fn nlz_declare_subscriber(
             builder.advanced().callback(on_sample).wait()
         }
         .map_err(|e| format!("declare subscriber {key}: {e}"))?;
-        let (token, watcher, publishers) = declare_presence(s, "sub", "pub", &key)?;
+        let (token, watcher, publishers) = declare_presence(s, token, peers)?;
         Ok(Box::into_raw(Box::new(NlzSubscriber { subscriber, _token: token, _watcher: watcher, publishers })))
     })
 }
 
-/// Publishers matched: the number of netloop publishers seen on the key expression. -1 on failure.
+/// Publishers matched: the number of publisher tokens seen on the subscriber's `peers` pattern
+/// (netloop's or a ROS 2 node's). -1 on failure.
 #[no_mangle]
 pub unsafe extern "C" fn nlz_subscriber_matched(sub: *const NlzSubscriber) -> i64 {
     guarded(-1, || {
         let sub = sub.as_ref().ok_or("subscriber is NULL")?;
-        Ok(sub.publishers.keys.lock().map(|k| k.len()).unwrap_or(0) as i64)
+        Ok(sub.publishers.len())
     })
 }
 

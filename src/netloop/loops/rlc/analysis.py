@@ -19,10 +19,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ...analysis import degradation, loop_sections, prediction, repeated_steps, step_report
+from ...analysis import degradation, loop_sections, prediction, repeated_steps, rlc_margins, step_report, step_table
 from ...analysis.decision import RULES, Candidate, describe, pair, rank, repetitions_text, table_rows
 from ...analysis.kinds import LOOP_DELAYS, LoopAnalysis, ReportContext
 from ...analysis.loop_run import analyse_loop_run, load_loop_run
+from ...analysis.loop_timing import measured_timing
 from ...analysis.prediction import analyse_prediction
 from ...analysis.rendering import Section
 from ...analysis.results import DirectionStats, RunAnalysis, RunPoint
@@ -54,18 +55,13 @@ def negotiated_text(transport: str, negotiated: dict[str, str] | None) -> str | 
     return "; ".join(f"{', '.join(topics)} {value}" for value, topics in by.items())
 
 
-RUN_COLUMNS = [
+RUN_FIRST = [
     ("run", lambda r: r.run_id),
     ("transport", lambda r: r.transport),
     ("status", lambda r: r.status),
     ("negotiated", lambda r: negotiated_text(r.transport, r.negotiated_transport)),
-    ("overshoot [%]", lambda r: r.step["Overshoot"]),
-    ("settling [s]", lambda r: r.step["SettlingTime"]),
-    ("rise [s]", lambda r: r.step["RiseTime"]),
-    ("y final [V]", lambda r: r.step["SteadyStateValue"]),
-    ("IAE [mV·s]", lambda r: 1e3 * r.tracking["IAE"]),
-    ("ΔIAE [mV·s]", lambda r: 1e3 * r.delta_IAE),
-    ("IAE(y − baseline) [mV·s]", lambda r: 1e3 * r.deviation["IAE"]),
+]
+RUN_NETWORK = [
     ("y delay mean [ms]", lambda r: r.sensor.delay["mean_ms"]),
     ("y delay p99 [ms]", lambda r: r.sensor.delay["p99_ms"]),
     ("u delay mean [ms]", lambda r: r.actuation.delay["mean_ms"]),
@@ -75,12 +71,24 @@ RUN_COLUMNS = [
     ("MDR u [%]", lambda r: 100 * r.actuation.MDR),
     ("stale u", lambda r: r.stale_actuations),
 ]
+#: "Every loop run" (runs.csv) of single-step runs: the run is the step
+RUN_COLUMNS = RUN_FIRST + [
+    ("overshoot [%]", lambda r: r.step["Overshoot"]),
+    ("settling [s]", lambda r: r.step["SettlingTime"]),
+    ("rise [s]", lambda r: r.step["RiseTime"]),
+    ("y final [V]", lambda r: r.step["SteadyStateValue"]),
+    ("IAE per run [mV·s]", lambda r: 1e3 * r.tracking["IAE"]),
+    ("ΔIAE per run [mV·s]", lambda r: 1e3 * r.delta_IAE),
+    (degradation.IAE_RUN, lambda r: 1e3 * r.deviation["IAE"]),
+] + RUN_NETWORK
+#: ... of square-wave runs: per-step medians and the per-run numbers a square wave has
+SQUARE_COLUMNS = RUN_FIRST + step_table.SQUARE_RUN_COLUMNS + RUN_NETWORK
 
 #: the columns of degradation.csv before the point's numbers
 POINT_META = ["run_id", "transport", "setting", "condition", "repetition", "status", "verdict", "explained"]
 
 
-LOOP_HEADER = ["rank", "transport", "IAE(y − baseline) [mV·s]", "Δovershoot [pp]", "RTT p50 / p99 [ms]",
+LOOP_HEADER = ["rank", "transport", degradation.IAE_RUN, "Δovershoot [pp]", "RTT p50 / p99 [ms]",
                "RTT std [ms]", "MDR y / u [%]", "verdict"]
 
 
@@ -108,7 +116,7 @@ def decision_section(study, descriptions: dict[str, str]) -> Section | None:
         return None
     section = Section("Decision table")
     section.p(f"Which transport keeps the loop closest to the local one, per transport ({repetitions_text([g.n for g in groups])}): "
-              "the loop's degradation IAE(y − baseline) as median (min–max over the repetitions) and "
+              "the loop's degradation IAE(y − baseline) per run as median (min–max over the repetitions) and "
               "Δovershoot; the loop's delay (RTT p50 / p99) and jitter (RTT std); losses (MDR of y and u). "
               "Medians over the repetitions. " + RULES)
     for setting in study.settings:
@@ -164,6 +172,7 @@ class RlcAnalysis(LoopAnalysis):
         if r.loop.ok:
             r.prediction = analyse_prediction(run)
             a.add_problems(r.prediction.problems)
+            r.timing = measured_timing(run)
         return a
 
     @staticmethod
@@ -182,11 +191,22 @@ class RlcAnalysis(LoopAnalysis):
             ctx.cache["rlc.study"] = loop_sections.loop_study(self.analysed(runs), ctx.transport_order)
         return ctx.cache["rlc.study"]
 
+    def margins(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[rlc_margins.SettingMargins]:
+        """The loop's margins and every transport against them, per setting, computed once per report."""
+        if "rlc.margins" not in ctx.cache:
+            good, study = self.usable(runs), self.study(runs, ctx)
+            ctx.cache["rlc.margins"] = rlc_margins.margin_study(good, study.points, study.settings,
+                                                                [g.transport for g in study.groups])
+        return ctx.cache["rlc.margins"]
+
     def summary(self, runs: list[RunAnalysis], ctx: ReportContext) -> list[str]:
         good, study = self.usable(runs), self.study(runs, ctx)
+        if not good:
+            return []
+        margins = rlc_margins.summary(self.margins(runs, ctx), study.swept)
         if repeated_steps.has_steps(good):   # a square wave: the steps' ranking is the headline
-            return step_report.summary(good) + loop_sections.summary(good, study, ranking=False)
-        return loop_sections.summary(good, study)
+            return step_report.summary(good) + loop_sections.summary(good, study, ranking=False, then=margins)
+        return loop_sections.summary(good, study, then=margins)
 
     def decision(self, runs: list[RunAnalysis], ctx: ReportContext) -> Section | None:
         good, study = self.usable(runs), self.study(runs, ctx)
@@ -199,6 +219,8 @@ class RlcAnalysis(LoopAnalysis):
         out = loop_sections.sections(good, study, ctx.fig_dir)
         if repeated_steps.has_steps(good):
             out.insert(0, step_report.section(study.order(good), ctx.fig_dir))
+        if good:
+            out[:0] = rlc_margins.sections(self.margins(runs, ctx), study.swept, ctx.fig_dir)
         return out
 
     def run_table(self, runs: list[RunAnalysis]) -> tuple[list[str], list[list[Any]]] | None:
@@ -206,7 +228,8 @@ class RlcAnalysis(LoopAnalysis):
         loop_runs = self.analysed(runs)
         if not loop_runs:
             return None
-        return [name for name, _ in RUN_COLUMNS], [[_value(get, rlc_loop(a)) for _, get in RUN_COLUMNS] for a in loop_runs]
+        columns = SQUARE_COLUMNS if any(rlc_loop(a).steps for a in loop_runs) else RUN_COLUMNS
+        return [name for name, _ in columns], [[_value(get, rlc_loop(a)) for _, get in columns] for a in loop_runs]
 
     def points(self, runs: list[RunAnalysis], ctx: ReportContext) -> dict[str, RunPoint]:
         return {p.run_id: p for p in self.study(runs, ctx).points}
@@ -233,6 +256,7 @@ class RlcAnalysis(LoopAnalysis):
             return
         path, study = ctx.path, self.study(runs, ctx)
         write_csv(path / "runs.csv", *table)
+        write_csv(path / "steps.csv", *step_table.step_csv(self.analysed(runs)))
         scale = degradation.CSV_SCALE
         write_csv(path / "degradation.csv", POINT_META + [label for _, label in degradation.POINT_FIELDS],
                   [[getattr(p, k) for k in POINT_META] + [_scaled(getattr(p, k), scale.get(k))
@@ -246,6 +270,8 @@ class RlcAnalysis(LoopAnalysis):
                    + [g.stats[k][s] if s == "n" else _scaled(g.stats[k][s], scale.get(k))
                       for k, _ in degradation.POINT_FIELDS for s in stats] for g in study.groups])
         self._write_predictions(path, self.analysed(runs))
+        if self.usable(runs):
+            rlc_margins.write_margins_csv(path, self.margins(runs, ctx))
         stepped = [a for a in self.usable(runs) if rlc_loop(a).steps]
         if stepped:   # a square wave: the campaign's verdict (each run's steps are in analysis.json)
             write_json_atomic(path / "repeated_steps.json", step_report.verdict_json(stepped))

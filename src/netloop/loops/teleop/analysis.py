@@ -28,7 +28,7 @@ RUN_COLUMNS = ["run", "transport", "status", "where", "speed rise [s]", "heading
                "odom delay p99 [ms]", "command age mean [ms]"]
 
 
-TELEOP_HEADER = ["rank", "transport", "IAE vs local, speed + heading [s]", "speed [s]", "heading [s]",
+TELEOP_HEADER = ["rank", "transport", "IAE vs local per step, speed + heading [s]", "speed [s]", "heading [s]",
                  "odometry delay p50 / p99 [ms]", "command age mean [ms]", "verdict"]
 
 
@@ -140,8 +140,8 @@ def _plot_steps(series: list[tuple[str, list, list]], path: Path, title: str) ->
 
 
 TELEOP_COLUMNS = ["run", "where", "speed rise [s]", "speed overshoot [%]", "speed settling [s]",
-                  "heading rise [s]", "heading overshoot [%]", "heading settling [s]", "IAE vs local (speed) [s]",
-                  "IAE vs local (heading) [s]", "odom delay mean [ms]", "odom delay p99 [ms]",
+                  "heading rise [s]", "heading overshoot [%]", "heading settling [s]", "IAE vs local per step (speed) [s]",
+                  "IAE vs local per step (heading) [s]", "odom delay mean [ms]", "odom delay p99 [ms]",
                   "command age mean [ms]"]
 
 
