@@ -60,7 +60,7 @@ def _stall(lab: SshLab, tmp: Path, name: str, stall: float, hosts: Path) -> dict
     exp = tmp / f"{name}.yaml"
     exp.write_text(yaml.safe_dump(doc, sort_keys=False))
     out = tmp / name
-    proc = lab.popen_netloop("run", str(exp), "--results", str(out), "--machines", str(hosts))
+    proc = lab.popen_netloop("run", str(exp), "--out", str(out), "--machines", str(hosts))
     silence = lab.silence(duration=stall)
     try:
         driving = wait_for(lambda: (_state(state).get("controller") or {}).get("commands", 0) > 40, 120, 0.05)

@@ -68,7 +68,7 @@ def test_a_killed_operator_loses_nothing_fetch_and_resume_complete_the_campaign(
     out = tmp_path / "out"
     with SshLab("ethernet", tmp_path / "lab") as lab:
         hosts = str(lab.hosts_file())
-        proc = lab.popen_netloop("run", str(exp), "--results", str(out), "--machines", hosts)
+        proc = lab.popen_netloop("run", str(exp), "--out", str(out), "--machines", hosts)
         _kill_mid_run(lab, proc, "tcp-r0")
         (campaign,) = list(out.iterdir())
         killed = campaign / "runs" / "tcp-r0"

@@ -121,7 +121,7 @@ def test_every_check_runs_before_anything_starts_and_each_can_be_skipped(tmp_pat
             drop = lab.testbed.exec_prefix("robot") + ["iptables", "-I", "INPUT", "-p", "udp", "-j", "DROP"]
             subprocess.run(drop, check=True)
             hosts = str(lab.hosts_file())
-            r = lab.netloop("run", str(exp), "--results", str(tmp_path / "out"), "--machines", hosts)
+            r = lab.netloop("run", str(exp), "--out", str(tmp_path / "out"), "--machines", hosts)
             lines = [x.strip() for x in r.stderr.splitlines() if x.strip().startswith("robot (")]
             checks = sorted(x.rsplit("--skip-check ", 1)[1].rstrip(")") for x in lines)
             assert r.returncode == 2 and checks == ["board_lock", "camera", "clock_path", "pca9685", "programs"], \
@@ -132,7 +132,7 @@ def test_every_check_runs_before_anything_starts_and_each_can_be_skipped(tmp_pat
             assert any("the car's PCA9685 does not answer at 0x40 on I2C bus 1 (" in x for x in lines)
             assert any("no camera at /dev/video0" in x for x in lines), lines
             assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*/runs/*"))
-            skipped = lab.netloop("run", str(exp), "--results", str(tmp_path / "out2"), "--machines", hosts,
+            skipped = lab.netloop("run", str(exp), "--out", str(tmp_path / "out2"), "--machines", hosts,
                                   *[w for c in ("board_lock", "camera", "clock_path", "programs")
                                     for w in ("--skip-check", c)])
             lines = [x.strip() for x in skipped.stderr.splitlines() if x.strip().startswith("robot (")]
