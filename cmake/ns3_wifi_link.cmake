@@ -7,10 +7,11 @@
 # gtests (test/cpp/test_wifi_link.cpp, test_user_priority.cpp) join the package's C++ test binary.
 add_library(netloop_wifi_logic STATIC
   src/ns3/wifi_options.cc src/ns3/control_input.cc src/ns3/lag_tracker.cc src/ns3/wifi_stats.cc
-  src/ns3/user_priority.cc)
+  src/ns3/user_priority.cc src/ns3/nfqueue.cc src/ns3/nic_queue.cc)
 target_include_directories(netloop_wifi_logic PUBLIC ${PROJECT_SOURCE_DIR}/src/ns3)
 if(TARGET netloop_cpp_tests)
-  target_sources(netloop_cpp_tests PRIVATE test/cpp/test_wifi_link.cpp test/cpp/test_user_priority.cpp)
+  target_sources(netloop_cpp_tests PRIVATE test/cpp/test_wifi_link.cpp test/cpp/test_user_priority.cpp
+    test/cpp/test_wifi_gate.cpp)
   target_link_libraries(netloop_cpp_tests netloop_wifi_logic)
 endif()
 
@@ -19,7 +20,7 @@ if(ns3_FOUND)
   add_executable(netloop_wifi_link
     src/ns3/wifi_link.cc src/ns3/wifi_channel.cc src/ns3/wifi_topology.cc src/ns3/node_traces.cc
     src/ns3/background_traffic.cc src/ns3/link_monitor.cc
-    src/ns3/station_presence.cc src/ns3/qos_classifier.cc)
+    src/ns3/station_presence.cc src/ns3/qos_classifier.cc src/ns3/host_nic.cc)
   target_link_libraries(netloop_wifi_link netloop_wifi_logic
     ns3::libwifi ns3::libtap-bridge ns3::libinternet ns3::libmobility ns3::libnetwork ns3::libcore)
   # The program replaces libc's execlp for ns-3's TapBridge (see wifi_link.cc's header): keep the

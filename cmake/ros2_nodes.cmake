@@ -5,7 +5,7 @@
 # middlewares this build has (`netloop_ros2_info` lists them); without it the nodes are
 # roscpp only and refuse a ~middleware as a configuration error. The bridge (ros2_bridge)
 # and netloop_ros2_info exist only with netloop_ros2.
-add_library(netloop_ros2_nodes STATIC src/ros2/endpoint.cpp)
+add_library(netloop_ros2_nodes STATIC src/ros2/endpoint.cpp src/ros2/stage_trace.cpp)
 set_target_properties(netloop_ros2_nodes PROPERTIES POSITION_INDEPENDENT_CODE ON)
 add_dependencies(netloop_ros2_nodes ${PROJECT_NAME}_generate_messages_cpp)
 target_link_libraries(netloop_ros2_nodes netloop_core ${catkin_LIBRARIES} pthread)
@@ -35,12 +35,15 @@ if(TARGET netloop_ros2)
   add_executable(netloop_ros2_info src/tools/netloop_ros2_info.cpp)
   target_link_libraries(netloop_ros2_info netloop_ros2)
   install(TARGETS netloop_ros2_info RUNTIME DESTINATION ${CATKIN_PACKAGE_BIN_DESTINATION})
+  # A middleware's round trip through netloop's participant, each direction timed (make bench).
+  add_executable(ros2_pingpong src/tools/ros2_pingpong.cpp)
+  target_link_libraries(ros2_pingpong netloop_ros2)
 else()
   message(STATUS "netloop: no netloop_ros2 library: the nodes are roscpp only, no ros2_bridge")
 endif()
 
 # The gtest of the nodes' endpoint plumbing (no ROS master needed) joins the package's C++ tests.
 if(TARGET netloop_cpp_tests)
-  target_sources(netloop_cpp_tests PRIVATE test/cpp/test_endpoint.cpp)
+  target_sources(netloop_cpp_tests PRIVATE test/cpp/test_endpoint.cpp test/cpp/test_stage_trace.cpp)
   target_link_libraries(netloop_cpp_tests netloop_ros2_nodes)
 endif()

@@ -20,7 +20,7 @@ ros_debian=(ros-core-dev ros-base-dev python3-rospy python3-roslaunch python3-ro
   libstd-msgs-dev ros-std-msgs python3-std-msgs libsensor-msgs-dev python3-sensor-msgs libgeometry-msgs-dev
   python3-geometry-msgs python3-nav-msgs python3-tf2-msgs python3-cv-bridge
   rviz ros-robot-state-publisher joint-state-publisher python3-visualization-msgs)
-common=(build-essential cmake libgtest-dev python3-venv python3-dev iproute2 procps xvfb liburdfdom-tools
+common=(build-essential cmake libgtest-dev python3-venv python3-dev iproute2 iptables procps xvfb liburdfdom-tools
   ns3 libns3-dev libgsl-dev openssh-server openssh-client rsync faketime ignition-tools libsdformat-dev ruby python3-tk imagemagick x11-utils zlib1g-dev clang-14 libclang-rt-14-dev
   cyclonedds-dev cyclonedds-tools libfastrtps-dev libfastcdr-dev fastddsgen ccache)
 

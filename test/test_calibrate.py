@@ -113,7 +113,7 @@ def test_fig19_table_leaves_lagged_runs_out_and_counts_a_silent_cell_as_zero(tmp
                      "--json", str(tmp_path / "fig19.json")]) == 0
     out = capsys.readouterr().out
     assert "| tcp | TCP: flat ≈ 4 | 4.10 | 4.00 | 3.90 | 4.20 | 4.00 | ok |" in out
-    assert "| priority | Pound: flat > 5 | 5.30 | 5.40 | — | 5.40 | 5.50 | ok |" in out
+    assert "| priority | Pound: flat > 5 (≤ 6) | 5.30 | 5.40 | — | 5.40 | 5.50 | ok |" in out
     assert "| udp | UDP: collapses with size | 4.50 | 4.40 | 4.40 | 4.30 | 0.00 | off: no collapse" in out
     assert "shape as published: 2 of 3 transports" in out
     saved = json.loads((tmp_path / "fig19.json").read_text())

@@ -137,7 +137,7 @@ def test_a_link_profile_reports_every_problem_at_once(tmp_path):
     assert [k for k, _ in err.value.errors] == ["delay_ms", "loss", "bogus"]
     with pytest.raises(ConfigError) as err:
         load_profile("wifi6", {"hops": 2, "robots": 2, "max_range_m": 5, "standard": "802.11g",
-                               "phy_rate": "ErpOfdmRate6Mbps"})
+                               "phy_rate": "ErpOfdmRate6Mbps", "qdisc_rate_fraction": 0.9})
     assert {k for k, _ in err.value.errors} == {"max_range_m", "qdisc_rate_fraction", "robots"}
 
 

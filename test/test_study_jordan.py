@@ -66,7 +66,11 @@ def test_exp3_verdicts_by_ratio_and_count():
     assert by["Exp 3: RTT at 200 Hz, clock 50% / 100 %"].ours == pytest.approx(1.36)
     assert [by[f"Exp 3: degraded rates of 200-2000 Hz, clock {c}"].ours for c in ("100%", "75%", "50%")] == [3, 5, 7]
     assert checks[0].verdict == HOLDS
-    assert checks[1].verdict == HOLDS                       # 5.0 x 1.36 / 0.2 at 800 Hz: far above 2
+    # x34 (5.0 x 1.36 / 0.2 at 800 Hz) is no doubling: the rule has an upper bound
+    assert checks[1].verdict == FAILS and "×34.00" in checks[1].observed
+    doubled = [pt(float(r), 0.2 * (1 + (c < 1) * min(1.0, r / 2000)), cpu=c)
+               for c in (1.0, 0.5) for r in jordan.STUDY_RATES_EXP3]
+    assert jordan.compare_exp3(doubled)[1][1].verdict == HOLDS     # x2.0 at 2000 Hz
 
 
 def test_exp3_misses_when_the_clock_changes_nothing():
@@ -91,6 +95,30 @@ def test_exp5_shapes():
     assert [c.verdict for c in checks] == [HOLDS, HOLDS]
     assert any(c.unit == "ms" and c.ours == pytest.approx(55) and c.verdict == MATCH for c in comps)
     assert by
+
+
+def test_exp4_prints_the_echo_rate_at_which_each_link_saturates_and_what_a_message_cost():
+    cost = {"frames_per_message": 1.0, "segments_per_message": 0.25, "frames_per_transmission": 2.0}
+    pts = [pt(float(r), 0.5 if r < 5000 else 9.0, link="wifi_n_pi3", cost=cost) for r in (1000, 2000, 5000, 10000)]
+    pts += [pt(float(r), 0.2, link="ethernet") for r in (1000, 2000, 5000, 10000)]
+    comps, _ = jordan.compare_exp4(pts)
+    by = {c.item: c for c in comps}
+    wifi = by["Exp 4: 11 B over wifi_n_pi3, echo rate at which it saturates"]
+    assert wifi.ours == 5000 and wifi.verdict == ONLY
+    assert "at 5000 Hz: 1.00 data frames per message, 0.25 TCP segments per message" in wifi.note
+    eth = by["Exp 4: 11 B over ethernet, echo rate at which it saturates"]
+    assert eth.ours is None and eth.verdict == ONLY and "none up to 10000 Hz" in eth.note
+
+
+def test_exp7_says_whether_the_message_rate_or_the_volume_bound():
+    pts = [pt(float(r), 50.0 if n * r >= 800 else 2.0, n=n, payload=4250, link="w")
+           for r in (100, 200, 300) for n in (1, 2, 4, 8)]
+    saturates = [pt(float(r), 9.0 if r >= 1500 else 0.5, link="w") for r in (500, 1000, 1500, 2000)]
+    comps, _ = jordan.compare_exp7(pts, saturates)
+    rate = next(c for c in comps if c.item.startswith("Exp 7: message rate"))
+    assert rate.ours == pytest.approx(800) and "bound by the message rate" in rate.note   # 1500 <= 2 x 800
+    comps, _ = jordan.compare_exp7(pts, [pt(float(r), 0.5, link="w") for r in (500, 5000)])
+    assert "bound by the byte volume" in next(c for c in comps if c.item.startswith("Exp 7: CSLV")).note
 
 
 def test_exp7_rows_are_netloop_only():

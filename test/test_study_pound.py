@@ -145,7 +145,9 @@ def test_table5_recovery_per_flow_and_its_shapes(tmp_path):
     assert by["Table V 2 nodes flow 1, TCP (tcp)"].tolerance.describe() == "±0.5"
     assert by["Table V 2 nodes flow 1, Pound (priority)"].verdict == core.MISS       # 0.3 against 1.31
     unresumed = by["Table V 2 nodes flow 2, Pound (priority)"]
-    assert unresumed.verdict == core.NOT_MEASURED and unresumed.note.startswith("did not resume in 1 of 1 runs")
+    # a flow that never recovered is a miss, not "not measured"
+    assert unresumed.verdict == core.MISS and unresumed.never and unresumed.ours is None
+    assert unresumed.note.startswith("did not resume in 1 of 1 runs")
     assert by["Table V 3 nodes flow 2, NOD (tcp_nodelay)"].ours == pytest.approx(2.3)
     gap = by["Table V 2 nodes: UDP-based recover faster than TCP"]
     assert gap.verdict == core.HOLDS and "published 0.64 s" in gap.expected
@@ -203,3 +205,34 @@ def test_quick_keeps_the_loop_and_enough_messages():
         part = pound.STUDY.part(name)
         quick = part.quick(quick_variant(load_experiment(str(paths.EXPERIMENTS / part.experiment))))
         assert all(f.count >= 500 for f in quick.flows)
+
+
+def _chain_run(camp, run_id, retries, given_up, queue_max, tcp):
+    """A 3-node run's metadata.json and emulator stats: robot, relay, operator."""
+    d = camp / "runs" / run_id
+    (d / "logs").mkdir(parents=True)
+    (d / "metadata.json").write_text(json.dumps({
+        "format": "netloop-run/1", "records_format": "netloop-events/1", "status": "complete",
+        "start_time": "2026-01-01T00:00:00+00:00", "start_unix": 1000.0, "end_time": "2026-01-01T00:00:30+00:00",
+        "link": {"link": {"taps": {"robot": "t0", "relay": "t1", "operator": "t2"}}},
+        "phases": {"nodes_started": 1.0, "senders_stopped": 20.0}, "host_tcp": tcp}))
+
+    def line(wall, scale, peak):
+        return {"type": "stats", "wall": wall, "nodes": [
+            {"data_mpdu_tx": 400 * scale, "retries": retries * scale, "final_fail": given_up * scale,
+             "queue_drop": 0, "nic": {"backlog_max": peak}} for _ in range(3)]}
+    lines = [line(1000.5, 0, 0), line(1010.0, 1, queue_max), line(1021.0, 2, 1)]
+    (d / "logs" / "testbed_ns3_stats.jsonl").write_text("\n".join(json.dumps(l) for l in lines) + "\n")
+
+
+def test_the_chain_rows_carry_the_emulators_and_the_hosts_counters(tmp_path):
+    camp = _campaign(tmp_path / "tables34", [("tcp-r0", "tcp", [_flow("laser", 40.0, 9.0)], {})])
+    _chain_run(camp, "tcp-r0", retries=100, given_up=3, queue_max=40,
+               tcp={"robot": {"retrans_segs": 7, "timeouts": 2}, "operator": {"retrans_segs": 1, "timeouts": 0}})
+    by = _by_item(pound.compare({"tables34": camp}))
+    laser = by["Tables III-IV (3 nodes) laser D, tcp"]
+    assert laser.ours == 40.0 and "air: 25 % of data frames retried" in laser.note, laser.note
+    assert "18 given up after the retry limit" in laser.note and "host queue up to 40 packets" in laser.note
+    assert "TCP: 8 segments retransmitted, 2 RTOs" in laser.note
+    assert by["Tables III-IV (3 nodes) data frames retried (no ACK), tcp"].ours == pytest.approx(25.0)
+    assert by["Tables III-IV (3 nodes) TCP retransmission timeouts, all hosts, tcp"].verdict == core.ONLY

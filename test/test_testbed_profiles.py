@@ -5,6 +5,8 @@ import dataclasses
 import json
 import time
 
+from pathlib import Path
+
 import pytest
 
 from netloop.cli_options import parse_link_params
@@ -35,18 +37,23 @@ def test_hosts_per_profile():
 
 
 def test_wifi_standard_mode_and_rate_reach_ns3():
-    """What a profile says is what netloop_wifi_link is told (defaults: ad-hoc 802.11a)."""
+    """What a profile says is what netloop_wifi_link is told (defaults: ad-hoc 802.11a; the
+    NIC's flow control in the hosts' namespaces)."""
+    from netloop.testbed.link_base import LinkContext
     from netloop.testbed.links import Ns3WifiLink
 
-    def args(name):
+    def args(name, keys=("--standard", "--mode", "--manager", "--rate")):
         link = Ns3WifiLink(load_profile(name))
         link.taps, link.stats_path = {"robot": "r", "operator": "o"}, "s"
-        return [a for a in link.command() if a.split("=")[0] in ("--standard", "--mode", "--manager", "--rate")]
+        link.ctx = LinkContext("x", {"robot": "nlx-robot", "operator": "nlx-operator"}, None, Path("."))
+        return [a for a in link.command() if a.split("=")[0] in keys]
 
     assert args("wifi6") == ["--standard=80211a", "--mode=adhoc", "--manager=constant", "--rate=OfdmRate6Mbps"]
     assert args("wifi6_ap") == ["--standard=80211a", "--mode=ap", "--manager=constant", "--rate=OfdmRate6Mbps"]
     assert args("wifi_g54")[0] == "--standard=80211g" and args("wifi_g54")[-1] == "--rate=ErpOfdmRate54Mbps"
     assert args("wifi_n_mcs7_ap") == ["--standard=80211n", "--mode=ap", "--manager=constant", "--rate=HtMcs7"]
+    assert args("wifi6", ("--nic-netns", "--nic-ring-frames", "--nic-limit")) == [
+        "--nic-netns=/run/netns/nlx-robot,/run/netns/nlx-operator", "--nic-ring-frames=2", "--nic-limit=1000"]
     assert Ns3WifiLink(load_profile("wifi_n_mcs7_ap")).positions() == {
         "robot": 0, "access_point": 10, "operator": 20}
 
@@ -217,16 +224,18 @@ def test_bad_extends_is_refused_naming_the_key(tmp_path, monkeypatch, files, key
 
 def test_the_background_share_comes_off_the_shaper_and_the_capacity():
     """One pair offering 0.5 Mbit/s of 1000-byte frames holds the air as 0.5 x (1000 + 14 +
-    161) / 1000 = 0.5875 Mbit/s of the hosts' frames would: the hosts' htb gets 0.9 x what is
-    left, the priority relay paces below what is left; too much background is refused."""
+    161) / 1000 = 0.5875 Mbit/s of the hosts' frames would: a fixed hosts' htb (the model before
+    the NIC's flow control, still a profile's choice) gets 0.9 x what is left, the priority
+    relay paces below what is left; too much background for such a shaper is refused."""
     from netloop.testbed.profiles import background_air_mbit, link_capacity_mbit, shaper_rate_kbit
-    idle, shared = load_profile("wifi6"), load_profile("wifi6_shared")
+    fixed = {"qdisc_rate_fraction": 0.9, "nic_ring_frames": 0}
+    idle, shared = load_profile("wifi6", fixed), load_profile("wifi6_shared", fixed)
     assert background_air_mbit(idle) == 0 and shaper_rate_kbit(idle) == 5400 and link_capacity_mbit(idle) == 6.0
     assert background_air_mbit(shared) == pytest.approx(0.5875)
     assert shaper_rate_kbit(shared) == round(0.9 * (6 - 0.5875) * 1000)
     assert link_capacity_mbit(shared) == pytest.approx(6 - 0.5875)
-    lossy = load_profile("wifi6", {"frame_error_rate": 0.1})
+    lossy = load_profile("wifi6", {"frame_error_rate": 0.1, **fixed})
     assert shaper_rate_kbit(lossy) == 4860 and link_capacity_mbit(lossy) == pytest.approx(5.4)
     with pytest.raises(ConfigError) as err:
-        load_profile("wifi6", {"background_pairs": 4, "background_mbit": 2})
+        load_profile("wifi6", {"background_pairs": 4, "background_mbit": 2, **fixed})
     assert "background_mbit" in str(err.value) and "nothing is left" in str(err.value)

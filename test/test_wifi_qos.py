@@ -7,9 +7,9 @@ EF frame goes to the voice access category (RFC 8325's mapping, as Linux's mac80
 its own station's best-effort queue and contends with AIFSN 2 / CW 3-7 against the other
 station's best-effort frames, so the marked probes arrive much sooner than the unmarked ones
 sent beside them and than the operator's, queued on the other station. Without QoS all wait in
-the same FIFOs and arrive alike. The hosts' shaper is off (``qdisc_rate_fraction: 0``) so the
-backlog waits in ns-3's MAC queues, the part this tests (the host's queue is another
-mechanism). The emulator's per-access-category counts show where the frames went.
+the same FIFOs and arrive alike. The NIC's flow control is off (``nic_ring_frames: 0``, 16-frame
+MAC queues) so the backlog waits in ns-3's MAC queues, the part this tests (the host's queue,
+which serves marked packets first, is another mechanism). The emulator's per-access-category counts show where the frames went.
 """
 from __future__ import annotations
 
@@ -100,7 +100,8 @@ def contend(profile: str, seconds: float = 3.0, bulk_mbit: float = 4.0, robot_bu
     the median delay of the operator's own unmarked probes (queued behind its backlog), the
     link's health and the robot's and operator's per-access-category frame counts (None
     without QoS). ``params`` override the profile's keys."""
-    with Testbed(load_profile(profile, {"qdisc_rate_fraction": 0, **params})) as tb:
+    with Testbed(load_profile(profile, {"qdisc_rate_fraction": 0, "nic_ring_frames": 0,
+                                            "queue_packets": 16, **params})) as tb:
         robot, operator = tb.address("robot"), tb.address("operator")
         sinks = [_traffic(tb, "operator", "sink", seconds + 3), _traffic(tb, "robot", "sink", seconds + 3)]
         procs = [_traffic(tb, "operator", "bulk", robot, bulk_mbit, seconds + 1)]

@@ -2,36 +2,41 @@
 
     hosts:
       robot: {cpu: 0.25}                      # a quarter of one core, when it is busy
-      robot: {cpu: 0.25, cpu_model: clock}    # one core at a quarter of its clock, always
+      robot: {cpu: 0.5, cpu_model: clock}     # one core at half its clock, always
 
 Every process netloop starts on that host (its nodes, its ROS master, the relays) runs in a
-cgroup of its own whose CPU bandwidth is ``cpu`` x ``cpu_period_ms`` of CPU time in every
-``cpu_period_ms`` (cgroup v2 ``cpu.max``, or cgroup v1 ``cpu.cfs_quota_us`` /
+cgroup of its own (cgroup v2 ``cpu.max``, or cgroup v1 ``cpu.cfs_quota_us`` /
 ``cpu.cfs_period_us`` where the cpu controller is mounted as v1, as on this machine).
 
-Two models of a slow computer (``cpu_model``):
+Three models of a slow computer (``cpu_model``):
 
-* ``share`` (default; period 10 ms): a bandwidth limit. A host that needs less than its share
-  runs at full speed; a busy one is throttled, so its work queues up. This is how a slower
-  CPU looks *under load*: Jordan et al. found that halving the CPU clock doubled the latency
-  at high message rates.
-* ``clock``: a slower clock, also when the host is nearly idle. A ballast process in the
-  host's cgroup (``SCHED_IDLE``: it runs only when none of the host's processes can) takes
-  whatever of the quota the host leaves, so every piece of work gets at most ``cpu`` of each
-  period: work that needs t seconds of a full-speed core takes about t / ``cpu``. The host's
-  processes and the ballast are pinned to one CPU (the last), so the ballast cannot use the
-  quota in parallel with them: the host is one slow core. The emulation's grain is the period
-  (default: the shortest the kernel allows, 1 ms of quota, i.e. 4 ms at ``cpu`` 0.25): a job
-  shorter than that waits up to period - quota for its turn instead of being stretched
-  evenly, so per-message latencies at low rates come out *higher* than on a real slow clock,
-  by up to that wait. The ballast burns ``cpu`` x one core while the run lasts; at ``cpu`` 1
-  there is none (the host is one core at full speed).
+* ``share`` (default; period 10 ms): a bandwidth limit of ``cpu`` x ``cpu_period_ms`` in every
+  period. A host that needs less than its share runs at full speed; a busy one is throttled,
+  so its work queues up. This is how a slower CPU looks *under load* only.
+* ``clock``: one core at ``cpu`` of its clock. Every process of the host has the slow-clock shim
+  preloaded (``libnetloop_slow_clock.so``, ``src/tools/slow_clock.cpp``): before each output
+  (a send or write) and before each wait (poll, select, epoll) a thread spends (1/``cpu`` - 1)
+  x the CPU time it used since its last one, so every piece of work, however short, takes
+  1/``cpu`` times as long, with no scheduler grain, and a busy thread saturates at ``cpu`` of
+  the rate it would reach. No quota, no pinning: the host's threads may use every core (a
+  Raspberry Pi 3 has four). Not stretched: the kernel's softirq work (a received packet is
+  charged to whichever task the interrupt found) and sleeping. Measured against the Raspberry
+  Pi 3 of Jordan's Exp 3 in docs/studies/jordan.md.
+* ``quota``: the former clock model, kept for comparison: a ballast process in the host's
+  cgroup (``SCHED_IDLE``: it runs only when none of the host's processes can) takes whatever of
+  a ``cpu`` quota the host leaves, so every piece of work gets at most ``cpu`` of each period.
+  Its grain is the period (default: the shortest the kernel allows, 1 ms of quota, i.e. 4 ms at
+  ``cpu`` 0.25): a job shorter than that waits up to period - quota for its turn instead of
+  being stretched evenly, so per-message latencies at low rates come out far *higher* than on
+  a real slow clock (x2-18 for a halved clock, where a Pi 3 shows x1.2-1.4). The ballast burns
+  ``cpu`` x one core while the run lasts.
 
 The link emulator is not limited (it is not part of any host).
 
 :class:`CpuLimits` creates the cgroups before anything starts, wraps each limited host's
-command prefix so that a process joins its cgroup before it execs, records the kernel's
-throttling counters, and removes the cgroups when the run ends (nothing is left behind).
+command prefix so that a process joins its cgroup (and for ``clock`` gets the shim) before it
+execs, records the kernel's throttling counters, and removes the cgroups when the run ends
+(nothing is left behind).
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import paths
 from .hosts import Hosts
 from .schema import ConfigError
 from .testbed.util import killed_with_parent
@@ -85,8 +91,12 @@ def cgroup_root() -> tuple[str, Path]:
 #: the kernel's smallest CFS quota
 MIN_QUOTA_US = 1000
 
-#: cpu_period_ms when the experiment gives none, per cpu_model (clock: as short as the kernel allows)
-DEFAULT_PERIOD_MS = {"share": 10.0, "clock": 1.0}
+#: cpu_period_ms when the experiment gives none, per cpu_model (quota: as short as the kernel allows)
+DEFAULT_PERIOD_MS = {"share": 10.0, "clock": 10.0, "quota": 1.0}
+#: the models that pin the host to one CPU (one slow core)
+ONE_CORE = ("quota",)
+#: the slow-clock shim (``clock``): built with the package into devel/lib/netloop
+SLOW_CLOCK_LIB = "libnetloop_slow_clock.so"
 
 #: what the ballast of a ``clock`` host runs: nothing, as fast as it may
 BALLAST = "while True:\n    pass\n"
@@ -113,8 +123,10 @@ class CpuLimits:
         self.paths: dict[str, Path] = {}
         self.effective: dict[str, dict[str, int]] = {}
         self.ballasts: dict[str, subprocess.Popen] = {}
-        #: the CPU the ``clock`` hosts are pinned to
+        #: the CPU the ``clock`` and ``quota`` hosts are pinned to
         self.clock_cpu = max(os.sched_getaffinity(0))
+        #: the slow-clock shim's path (found when a ``clock`` host needs it)
+        self.shim: str | None = None
         self.version = None
 
     def __enter__(self) -> "CpuLimits":
@@ -129,15 +141,21 @@ class CpuLimits:
                 path = root / f"netloop-{os.getpid()}-{self.tag}-{host}"
                 path.mkdir()
                 self.paths[host] = path
+                # share, quota: cpu of one core; clock: no quota (the shim slows the work itself,
+                # and the host's threads may use every core, as a Raspberry Pi's four)
                 period_us, quota_us = quota(limit["cpu"], limit["cpu_period_ms"])
+                if limit["cpu_model"] == "clock":
+                    quota_us = None
                 self.effective[host] = {"quota_us": quota_us, "period_us": period_us}
                 if self.version == "v2":
-                    (path / "cpu.max").write_text(f"{quota_us} {period_us}")
+                    (path / "cpu.max").write_text(f"{quota_us or 'max'} {period_us}")
                 else:
                     (path / "cpu.cfs_period_us").write_text(str(period_us))
-                    (path / "cpu.cfs_quota_us").write_text(str(quota_us))
-                if limit["cpu_model"] == "clock" and limit["cpu"] < 1:   # a whole core's clock: no ballast
+                    (path / "cpu.cfs_quota_us").write_text(str(quota_us or -1))
+                if limit["cpu_model"] == "quota" and limit["cpu"] < 1:   # a whole core's clock: no ballast
                     self.ballasts[host] = self._start_ballast(path)
+                if limit["cpu_model"] == "clock":
+                    self.shim = self.shim or slow_clock_library()
         except BaseException:
             self.remove()
             raise
@@ -153,7 +171,7 @@ class CpuLimits:
             control.write_text("+cpu")
 
     def _start_ballast(self, path: Path) -> subprocess.Popen:
-        """The ``clock`` model's ballast: a busy loop in the cgroup, SCHED_IDLE, on the clock CPU;
+        """The ``quota`` model's ballast: a busy loop in the cgroup, SCHED_IDLE, on the clock CPU;
         killed by the kernel if netloop dies without removing it."""
         cpu, dies_with_netloop = self.clock_cpu, killed_with_parent(os.getpid())
 
@@ -167,12 +185,18 @@ class CpuLimits:
 
     def wrapper(self, host: str) -> list[str]:
         """What to put before a command so that it runs in ``host``'s cgroup ([] when the
-        host is not limited): a shell that moves itself into the cgroup (and for a ``clock``
-        host onto its CPU), then execs."""
+        host is not limited): a shell that moves itself into the cgroup (for a ``clock`` host
+        with the slow-clock shim preloaded, before any other preload), then execs (for a
+        ``clock`` or ``quota`` host pinned to its CPU)."""
         path = self.paths.get(host)
         if path is None:
             return []
-        pin = ["taskset", "-c", str(self.clock_cpu)] if self.limits[host]["cpu_model"] == "clock" else []
+        limit = self.limits[host]
+        pin = ["taskset", "-c", str(self.clock_cpu)] if limit["cpu_model"] in ONE_CORE else []
+        if limit["cpu_model"] == "clock" and limit["cpu"] < 1:
+            return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && LD_PRELOAD="$1${LD_PRELOAD:+:$LD_PRELOAD}" '
+                    'NETLOOP_CPU_CLOCK="$2" && export LD_PRELOAD NETLOOP_CPU_CLOCK && shift 2 && exec "$@"',
+                    str(path), self.shim, repr(float(limit["cpu"]))] + pin
         return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(path)] + pin
 
     def stats(self) -> dict[str, dict[str, Any]]:
@@ -184,9 +208,12 @@ class CpuLimits:
             entry: dict[str, Any] = {"cpu": limit["cpu"], "cpu_period_ms": limit["cpu_period_ms"],
                                      "cpu_model": limit["cpu_model"], "cgroup": str(path),
                                      "cgroup_version": self.version, **self.effective[host]}
+            if limit["cpu_model"] in ONE_CORE:
+                entry["pinned_cpu"] = self.clock_cpu
+            if limit["cpu_model"] == "clock" and limit["cpu"] < 1:
+                entry["slow_clock_shim"] = self.shim
             ballast = self.ballasts.get(host)
             if ballast is not None:
-                entry["pinned_cpu"] = self.clock_cpu
                 entry["ballast_cpu_s"] = _process_cpu_seconds(ballast.pid)
             try:
                 fields = dict(line.split() for line in (path / "cpu.stat").read_text().splitlines() if line)
@@ -247,6 +274,15 @@ def remove_stale(root: Path) -> list[Path]:
         except OSError:
             pass
     return removed
+
+
+def slow_clock_library() -> str:
+    """The slow-clock shim's path; ConfigError naming ``hosts`` when it is not built."""
+    try:
+        return str(paths.node_binary(SLOW_CLOCK_LIB))
+    except FileNotFoundError as err:
+        raise ConfigError("hosts", f"cpu_model clock preloads {SLOW_CLOCK_LIB} into the host's processes: "
+                                   f"{err}") from None
 
 
 def _resolved(limit: dict[str, Any]) -> dict[str, Any]:

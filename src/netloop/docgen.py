@@ -20,6 +20,7 @@ Each NAME has one source in the code, so the page cannot drift from it:
     example-fig21    docs/studies/pound.md  states its result (netloop.docgen_example)
     study-STUDY      docs/studies/STUDY.md  the newest `netloop reproduce STUDY` under results/
     bench-priority   docs/priority.md     the priority relay's part of bench/bench.json (`make bench`)
+    bench-ros2       docs/ros2.md         ROS 2's middlewares' part of bench/bench.json (`make bench`)
 
 Usage::
 
@@ -46,7 +47,7 @@ from . import paths
 from .docgen_blocks import BLOCK, OPENING, PAGES, Context, Unavailable, in_code, outside, undiaried
 from .docgen_reference import cli_reference, experiment_keys, glossary, link_profiles, transports
 from .docgen_example import EXAMPLE, example_fig21, example_ros2, headline, set_example
-from .docgen_results import bench_priority, results, study
+from .docgen_results import bench_priority, bench_ros2, results, study
 from .studies import STUDY_MODULES   # the study words only (no study module is imported)
 
 # ---------------------------------------------------------------- the pages
@@ -63,6 +64,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "example-fig21": example_fig21,
     **{f"study-{s}": study(s) for s in STUDY_MODULES},
     "bench-priority": bench_priority,
+    "bench-ros2": bench_ros2,
 }
 
 

@@ -31,6 +31,7 @@ PAGES = {
     "example-fig21": "docs/studies/pound.md",
     **{f"study-{s}": f"docs/studies/{s}.md" for s in STUDY_MODULES},
     "bench-priority": "docs/priority.md",
+    "bench-ros2": "docs/ros2.md",
 }
 
 BLOCK = re.compile(r"^(?P<start><!--\s*generated:\s*(?P<name>[\w-]+)(?:\s+\(by `make docs`\))?\s*-->)"

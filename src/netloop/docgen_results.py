@@ -234,15 +234,23 @@ def study(name: str) -> Callable[[Context], str]:
     return generate
 
 
-def bench_priority(ctx: Context) -> str:
-    """The priority relay's mechanisms as ``make bench`` last measured them (bench/bench.json, not
-    in git); where this checkout has not measured them, what the page says is kept."""
-    pb = need("netloop.transports.priority_bench", "the priority bench")
-    try:
-        bench = json.loads((ctx.root / "bench" / "bench.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        bench = {}
-    current = block_body(ctx.root / PAGES["bench-priority"], "bench-priority")
-    if not pb.measured(bench) and current:
-        return undiaried(current)
-    return pb.docs_block(bench)
+def bench_part(block: str, module: str, what: str) -> Callable[[Context], str]:
+    """The generator of a block quoting one part of bench/bench.json (``make bench``; not in git)
+    through ``module``'s ``measured`` and ``docs_block``; where this checkout has not measured
+    that part, what the page says is kept."""
+    def generate(ctx: Context) -> str:
+        part = need(module, what)
+        try:
+            bench = json.loads((ctx.root / "bench" / "bench.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            bench = {}
+        current = block_body(ctx.root / PAGES[block], block)
+        if not part.measured(bench) and current:
+            return undiaried(current)
+        return part.docs_block(bench)
+    return generate
+
+
+#: the priority relay's mechanisms; ROS 2's middlewares and the native Cyclone DDS path
+bench_priority = bench_part("bench-priority", "netloop.transports.priority_bench", "the priority bench")
+bench_ros2 = bench_part("bench-ros2", "netloop.transports.ros2_bench", "the ROS 2 bench")

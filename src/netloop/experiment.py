@@ -99,7 +99,7 @@ def _check_one(data: Any, name: str | None, source: str | None,
     hosts = None
     if not bad & set(_HOST_KEYS):
         try:   # the profile with the overrides, checked by the profile's model; creates nothing
-            hosts = Testbed(load_profile(exp.link, exp.link_params)).hosts
+            hosts = Testbed(load_profile(exp.link, exp.link_overrides)).hosts
         except ConfigError as err:   # a key of the profile is link_params'; its file, the link's
             found.found.append(err.rekeyed("link_params" if err.key else "link"))
         if exp.machines:
@@ -213,7 +213,7 @@ def experiment_warnings(exp: Experiment) -> list[str]:
                        f"{exp.machines}) or transport_options.priority.rate_mbit: its relays cannot pace, so a "
                        f"large message queues in the kernel ahead of the small ones it should overtake")
     else:
-        capacity = link_capacity_mbit(load_profile(exp.link, exp.link_params))
+        capacity = link_capacity_mbit(load_profile(exp.link, exp.link_overrides))
     from .transports.ros2_checks import zenoh_drop_warnings  # noqa: PLC0415
     out += zenoh_drop_warnings(exp, capacity)
     if capacity is None:

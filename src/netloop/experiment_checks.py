@@ -41,11 +41,17 @@ def check_host_computers(exp: Experiment, hosts: list[str], found: Collector) ->
         elif exp.machines and computer.get("cpu") is not None:
             found.add(f"hosts.{host}.cpu", f"CPU limits emulate a slow computer on this machine; with real "
                                            f"machines (machines: {exp.machines}) run on the slow computer itself")
-        elif computer.get("cpu_model") == "clock" and computer.get("cpu") is not None and computer["cpu"] > 1:
-            found.add(f"hosts.{host}.cpu", f"cpu_model clock is one core at a fraction of its clock: cpu must be "
-                                           f"at most 1, got {computer['cpu']:g}")
+        elif computer.get("cpu_model") in ("clock", "quota") and computer.get("cpu") is not None \
+                and computer["cpu"] > 1:
+            found.add(f"hosts.{host}.cpu", f"cpu_model {computer['cpu_model']} is one core at a fraction of its "
+                                           f"clock: cpu must be at most 1, got {computer['cpu']:g}")
         elif computer.get("cpu") is not None and computer["cpu"] > cpus:
             found.add(f"hosts.{host}.cpu", f"{computer['cpu']:g} CPUs is more than this machine has ({cpus})")
+        if host in hosts and computer.get("nic_packet_us") is not None and (
+                exp.machines or load_profile(exp.link).type != "ns3_wifi"):
+            found.add(f"hosts.{host}.nic_packet_us", "a Wi-Fi NIC's time per packet is emulated on the ns3_wifi "
+                                                     f"links only (with nic_ring_frames); link {exp.link!r} has none"
+                      + (" (real machines have their own NICs)" if exp.machines else ""))
 
 
 def check_per_robot(exp: Experiment, found: Collector) -> None:

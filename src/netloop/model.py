@@ -207,12 +207,17 @@ class Experiment:
                                             "e.g. {robot: {cpu: 0.25}}", extra=Map({
         "cpu": Num(None, "share of one CPU (0.25 = a quarter of a core); none: unlimited", gt=0),
         "cpu_period_ms": Num(None, "the cgroup's accounting period [ms]: the host runs cpu x period in every "
-                                   "period, so a short one slows it evenly; none: 10 for share, the shortest "
-                                   "the kernel allows (1 ms of quota) for clock", ge=1, le=1000),
-        "cpu_model": Enum(["share", "clock"], "share", "share: a bandwidth limit (a light load runs at full "
-                                                       "speed, a heavy one is throttled); clock: one core at "
-                                                       "cpu x its clock, also when nearly idle (a ballast takes "
-                                                       "the rest of the quota)", what="CPU model"),
+                                   "period, so a short one slows it evenly; none: 10 for share and clock, the "
+                                   "shortest the kernel allows (1 ms of quota) for quota", ge=1, le=1000),
+        "cpu_model": Enum(["share", "clock", "quota"], "share",
+                          "share: a bandwidth limit (a light load runs at full speed, a heavy one is "
+                          "throttled); clock: one core at cpu x its clock, also when nearly idle (every "
+                          "process's work stretched by 1/cpu before each output: src/tools/slow_clock.cpp); "
+                          "quota: the former clock model (a ballast takes the rest of a 1 ms quota: "
+                          "coarse, see docs/links.md)", what="CPU model"),
+        "nic_packet_us": Num(None, "the host's Wi-Fi NIC: microseconds it spends on each packet it sends (its "
+                                   "bus and firmware), so a small message's rate can be limited by the NIC "
+                                   "itself; a Raspberry Pi 3's is in docs/links.md (ns3_wifi links)", ge=0, le=100000),
     }, {})))
     transport_options: dict[str, Any] = key(Map({}, {}, "per transport name, its options (e.g. priority: "
                                                         "{priorities: ...})", extra=Any_()))
@@ -234,6 +239,22 @@ class Experiment:
                                     "the hypervisor did not run this machine) is run again; every invalid "
                                     "attempt is kept in invalid/<run_id>.attemptN, out of the tables, and "
                                     "counted in the report; 0: keep the first verdict", ge=0, le=10))
+
+    @property
+    def link_overrides(self) -> dict[str, Any]:
+        """``link_params``, with the hosts' NICs (``hosts.<host>.nic_packet_us``) as the link's
+        ``nic_packet_us`` on a Wi-Fi link (elsewhere the experiment's check names the key):
+        what the link profile is loaded with."""
+        nics = {h: c["nic_packet_us"] for h, c in self.hosts.items() if c.get("nic_packet_us") is not None}
+        if not nics or self.machines:
+            return dict(self.link_params)
+        from .testbed import load_profile  # noqa: PLC0415
+        try:
+            if load_profile(self.link).type != "ns3_wifi":
+                return dict(self.link_params)
+        except Exception:  # noqa: BLE001 - an unknown link: its own check names it
+            return dict(self.link_params)
+        return {**self.link_params, "nic_packet_us": {**(self.link_params.get("nic_packet_us") or {}), **nics}}
 
     @property
     def flow_instances(self) -> list[Flow]:

@@ -11,6 +11,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable
 
+from . import tcp_counters
 from .cpulimit import CpuLimits, LimitedHosts
 from .experiment import RunSpec
 from .faults import FaultSchedule
@@ -67,7 +68,7 @@ class Run:
         self.run_dir = create_run_dir(run_dir)
         self.kind = get_loop_kind(self.exp.loop.type)
         self.transport = get_transport(spec.transport)
-        self.link = load_profile(self.exp.link, self.exp.link_params)
+        self.link = load_profile(self.exp.link, self.exp.link_overrides)
         self.meta = RunMetadata(self.run_dir, run_id=self.run_dir.name, experiment=spec.metadata(),
                                 transport=self.transport.metadata(), link=self.link.to_dict(), loop=self.kind.metadata(self.exp))
         self.phases = RunPhases(self.meta.record.start_unix)
@@ -86,6 +87,7 @@ class Run:
         #: (topic, publisher, subscriber) -> how it is connected, as found so far (run_connections)
         self.seen_connections: dict[tuple[str, str, str], str] = {}
         self.nodes_started = 0.0
+        self.tcp_after: dict | None = None          # the hosts' TCP counters once the nodes stopped
 
     # --- the phases, in order ----------------------------------------------------------------
     def bring_up_hosts(self) -> None:
@@ -125,7 +127,11 @@ class Run:
         self.meta.update(transport=self.transport.metadata())
 
     def start_flows(self) -> None:
-        """Every perturbing flow: its subscribers first, then its source or bag player."""
+        """Every perturbing flow: its subscribers first, then its source or bag player. The
+        hosts' TCP counters are read first (and again once the nodes stopped: ``host_tcp``)."""
+        tcp_before = tcp_counters.read(self.hosts)
+        self.stack.callback(lambda: self.meta.update(host_tcp=tcp_counters.delta(
+            tcp_before, self.tcp_after if self.tcp_after is not None else tcp_counters.read(self.hosts)) or {}))
         self.nodes_started = time.monotonic()
         self.phases.mark("nodes_started")
         self.flows = start_flows(self.nodes, self.exp, self.transport, self.run_dir, self._glance)
@@ -192,6 +198,7 @@ class Run:
         self.phases.mark("senders_stopped")
         self.exit_codes.update(self.group.stop_all())
         self.phases.mark("nodes_stopped")
+        self.tcp_after = tcp_counters.read(self.hosts)
         self.meta.update(cpu=self.group.cpu_by_host(time.monotonic() - self.nodes_started))
 
     def judge_health(self) -> tuple[str, str | None]:

@@ -162,6 +162,8 @@ class RunRecord:
     ros2: dict = _key(dict, factory=dict)
     faults: list = _key(list, factory=list)
     host_cpu_limits: dict = _key(dict, factory=dict)
+    #: per host, its kernel's TCP/UDP counters over the run (netloop.tcp_counters), where read
+    host_tcp: dict = _key(dict, factory=dict)
     extra: dict = field(default_factory=dict)     # keys this version does not know, kept
     read_keys: tuple = field(default=(), repr=False)
 

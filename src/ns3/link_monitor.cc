@@ -52,12 +52,14 @@ LinkMonitor::LinkMonitor(const WifiOptions& o,
                          NodeTraces& traces,
                          LossBursts& bursts,
                          StationPresence& presence,
-                         const BackgroundTraffic& background)
+                         const BackgroundTraffic& background,
+                         HostNics& nics)
     : m_stats(stats),
       m_traces(traces),
       m_bursts(bursts),
       m_presence(presence),
       m_background(background),
+      m_nics(nics),
       m_taps(o.taps),
       m_probe(MicroSeconds(static_cast<int64_t>(o.probeMs * 1000))),
       m_statsInterval(FromSeconds(o.statsInterval)),
@@ -128,6 +130,7 @@ LinkMonitor::Probe()
     {
         m_lag.Probe((m_rt->RealtimeNow() - Simulator::Now()).GetSeconds() * 1e3, WallNow());
         m_traces.SampleQueues();
+        m_nics.Sample();
     }
     Simulator::Schedule(m_probe, &LinkMonitor::Probe, this);
 }
@@ -154,9 +157,18 @@ LinkMonitor::WriteLine(const char* type)
     s.usage = ReadProcessUsage();
     s.stalls = m_lag.TakeStalls(std::strcmp(type, "final") == 0);
     s.nodes = m_traces.Counters();
+    for (uint32_t k = 0; k < s.nodes.size(); ++k)
+    {
+        if (const NicCounts* nic = m_nics.Counts(k))
+        {
+            s.nodes[k].hasNic = true;
+            s.nodes[k].nic = *nic;
+        }
+    }
     s.background = m_background.Counts();
     m_stats.Write(FormatStatsLine(type, s));
     m_traces.EndInterval();
+    m_nics.EndInterval();
     m_lag.EndInterval();
 }
 
@@ -179,6 +191,10 @@ LinkMonitor::ReadControl()
         {
             error = station.action != StationSwitch::kNone ? m_presence.Switch(station)
                                                            : ApplyControl(line, m_bursts);
+        }
+        if (error.empty() && station.action == StationSwitch::kDown)
+        {
+            m_nics.Flush(station.node); // the host's interface goes down: its queue is dropped
         }
         if (m_stats.IsOpen())
         {

@@ -6,6 +6,7 @@
 
 #include "background_traffic.h"
 #include "control_input.h"
+#include "host_nic.h"
 #include "lag_tracker.h"
 #include "node_traces.h"
 #include "station_presence.h"
@@ -34,7 +35,8 @@ class LinkMonitor
                 NodeTraces& traces,
                 LossBursts& bursts,
                 StationPresence& presence,
-                const BackgroundTraffic& background);
+                const BackgroundTraffic& background,
+                HostNics& nics);
 
     LinkMonitor(const LinkMonitor&) = delete;
     LinkMonitor& operator=(const LinkMonitor&) = delete;
@@ -62,6 +64,7 @@ class LinkMonitor
     LossBursts& m_bursts;
     StationPresence& m_presence;
     const BackgroundTraffic& m_background;
+    HostNics& m_nics;
     std::vector<std::string> m_taps;
     ns3::NetDeviceContainer m_tapped;
     ns3::RealtimeSimulatorImpl* m_rt = nullptr;

@@ -68,13 +68,16 @@ CountDataMpdus(NodeCounters* c, WifiConstPsduMap psdus, WifiTxVector, double)
 {
     for (const auto& entry : psdus)
     {
+        bool data = false;
         for (const auto& mpdu : *entry.second)
         {
             if (mpdu->GetHeader().IsData())
             {
                 c->dataMpduTx++;
+                data = true;
             }
         }
+        c->dataPpduTx += data; // one transmission, however many MPDUs it aggregates
     }
 }
 

@@ -26,7 +26,8 @@
 //    line: runs of consecutive probes later than --lag-bound), "minor_faults":..,
 //    "major_faults":..,"involuntary_switches":.. (getrusage, the whole process),
 //    "nodes":[{"mac_tx":..,"mac_rx":..,"queue_drop":..,"retries":..,"final_fail":..,
-//              "phy_tx_drop":..,"phy_rx_drop":..,"data_mpdu_tx":..,"mac_queue_drop":..},...]}
+//              "phy_tx_drop":..,"phy_rx_drop":..,"data_mpdu_tx":..,"data_ppdu_tx":..,
+//              "mac_queue_drop":..},...]}
 // queue_drop counts what the MAC refused before queueing (ns-3's MacTxDrop); mac_queue_drop the
 // frames the MAC took (mac_tx) that a full MAC (device) queue refused (--queue, tail drop: ns-3
 // refuses them without a trace, so they are mac_tx less the frames that entered the queue).
@@ -35,7 +36,10 @@
 // MAC with QoS, each frame's access category from its DSCP as Linux's mac80211 chooses it).
 // "nodes" follows --taps, then the access point (ap mode). data_mpdu_tx counts the data
 // frames (MPDUs, retransmissions included) each node put on the air: in ap mode the AP's
-// count is the stations' relayed traffic.
+// count is the stations' relayed traffic; data_ppdu_tx counts the transmissions that carried
+// them (802.11n aggregates several MPDUs into one A-MPDU). With --nic-netns each tapped node
+// also has "nic":{"queued","released","flushed","backlog_mean","backlog_max"}: its host's queue
+// in front of the device (host_nic.h).
 // `--background-pairs` N (ad-hoc only) adds 2N stations without taps on the same channel,
 // placed beside the line: station 2k sends `--background-bytes` frames to station 2k+1 as a
 // Poisson stream of `--background-mbit` Mbit/s (unicast: ACKed and retried like any data
@@ -69,6 +73,7 @@
 // The program's parts, one job per file, are listed in src/ns3/README.md.
 
 #include "background_traffic.h"
+#include "host_nic.h"
 #include "link_monitor.h"
 #include "node_traces.h"
 #include "qos_classifier.h"
@@ -136,6 +141,9 @@ ParseCommandLine(int argc, char* argv[], WifiOptions& o)
 {
     std::string taps;
     std::string ips;
+    std::string nicNetns;
+    std::string priority;
+    std::string packetUs;
     CommandLine cmd(__FILE__);
     cmd.Usage("Real-time 802.11a/g/n channel between Linux tap devices (see the file header).");
     cmd.AddValue("taps", "comma-separated tap device names, one per node (2 or 3)", taps);
@@ -157,6 +165,15 @@ ParseCommandLine(int argc, char* argv[], WifiOptions& o)
     cmd.AddValue("background-bytes", "payload bytes of a background frame", o.backgroundBytes);
     cmd.AddValue("qos", "802.11e: QoS MACs with EDCA access categories, each frame's chosen "
                  "from its DSCP as Linux's mac80211 does (see qos_classifier.h)", o.qos);
+    cmd.AddValue("nic-netns", "comma-separated network namespace paths, one per tap: each host's "
+                 "NFQUEUE 0 holds what it sends until its device has room (host_nic.h)", nicNetns);
+    cmd.AddValue("nic-ring-frames", "frames a device holds (the one on the air included) before "
+                 "its host's queue waits", o.nicRingFrames);
+    cmd.AddValue("nic-limit", "packets a host's queue holds; the kernel drops beyond", o.nicLimit);
+    cmd.AddValue("nic-priority-dscp", "comma-separated DSCPs a host's queue releases first",
+                 priority);
+    cmd.AddValue("nic-packet-us", "comma-separated, one per tap: microseconds the host's NIC spends "
+                 "on each packet it sends (0: none)", packetUs);
     cmd.AddValue("small-bytes", "packets up to this size count as small in the queue stats",
                  o.smallBytes);
     cmd.AddValue("rate", "fixed data mode of --manager constant (e.g. OfdmRate6Mbps, "
@@ -178,6 +195,15 @@ ParseCommandLine(int argc, char* argv[], WifiOptions& o)
     cmd.Parse(argc, argv);
     o.taps = SplitList(taps);
     o.ips = SplitList(ips);
+    o.nicNetns = SplitList(nicNetns);
+    for (const std::string& d : SplitList(priority))
+    {
+        o.nicPriorityDscp.push_back(static_cast<uint8_t>(std::stoul(d) & 0x3f));
+    }
+    for (const std::string& us : SplitList(packetUs))
+    {
+        o.nicPacketUs.push_back(std::stod(us));
+    }
 }
 
 /// The real-time simulator, the seed and the defaults every device takes (queue, RTS, retries).
@@ -240,14 +266,20 @@ main(int argc, char* argv[])
     ChannelErrors errors;
     errors.Install(net.all, o.frameErrorRate, o.errorBurst, traces.Counters());
     InstallTapBridges(o, net);
+    HostNics nics;
+    if (!nics.Install(o, net.tapped, error))
+    {
+        return Fail(2, error);
+    }
 
     StationPresence presence(stats);
     presence.Install(net.tapped);
-    LinkMonitor monitor(o, stats, traces, errors.Bursts(), presence, background);
+    LinkMonitor monitor(o, stats, traces, errors.Bursts(), presence, background, nics);
     if (!monitor.Start(net.tapped))
     {
         return Fail(1, "real-time simulator not active");
     }
+    nics.Start();
     if (o.duration > 0)
     {
         Simulator::Stop(Seconds(o.duration));

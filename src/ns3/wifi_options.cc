@@ -64,6 +64,25 @@ ValidateOptions(const WifiOptions& o)
     {
         return "--background-pairs needs --mode adhoc";
     }
+    if (!o.nicNetns.empty() && o.nicNetns.size() != o.taps.size())
+    {
+        return "--nic-netns needs one network namespace per tap";
+    }
+    if (!o.nicNetns.empty() && (o.nicRingFrames < 1 || o.nicLimit < 1))
+    {
+        return "--nic-ring-frames and --nic-limit must be >= 1";
+    }
+    if (!o.nicPacketUs.empty() && (o.nicPacketUs.size() != o.taps.size() || o.nicNetns.empty()))
+    {
+        return "--nic-packet-us needs --nic-netns and one time per tap";
+    }
+    for (double us : o.nicPacketUs)
+    {
+        if (!(us >= 0 && us <= 1e5))
+        {
+            return "--nic-packet-us: each time must be 0..100000 us";
+        }
+    }
     if (o.Infrastructure() && !star && o.taps.size() != 2)
     {
         return "--mode ap on a line takes exactly 2 --taps (the stations); more with --layout star";

@@ -40,6 +40,13 @@ struct WifiOptions
     uint32_t backgroundBytes = 1000;
     uint32_t smallBytes = 1200; // "small" packets in the queue statistics (e.g. a 1 KB laser scan)
     bool qos = false; // 802.11e: QoS MACs (EDCA), frames classified by DSCP (qos_classifier.h)
+    // the hosts' NICs under flow control (host_nic.h, nic_queue.h): each tap's host namespace
+    // (empty: no flow control, the host's kernel sends straight into the tap)
+    std::vector<std::string> nicNetns;
+    uint32_t nicRingFrames = 2;          // frames a device holds before its host's queue stops
+    uint32_t nicLimit = 1000;            // packets the host's queue holds (the kernel drops beyond)
+    std::vector<uint8_t> nicPriorityDscp; // DSCPs released before the others
+    std::vector<double> nicPacketUs;      // per tap: the NIC's time per packet it sends [us]
 
     /// --mode ap: the tapped nodes are stations of an access point inside ns-3.
     bool Infrastructure() const

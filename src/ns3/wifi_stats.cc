@@ -88,7 +88,8 @@ WriteNode(std::ostream& os, const NodeCounters& c)
     os << "{\"mac_tx\":" << c.macTx << ",\"mac_rx\":" << c.macRx << ",\"queue_drop\":" << c.queueDrop
        << ",\"retries\":" << c.retries << ",\"final_fail\":" << c.finalFail
        << ",\"phy_tx_drop\":" << c.phyTxDrop << ",\"phy_rx_drop\":" << c.phyRxDrop
-       << ",\"data_mpdu_tx\":" << c.dataMpduTx << ",\"fer_drops\":" << c.corrupted
+       << ",\"data_mpdu_tx\":" << c.dataMpduTx << ",\"data_ppdu_tx\":" << c.dataPpduTx
+       << ",\"fer_drops\":" << c.corrupted
        << ",\"burst_drops\":" << c.burstCorrupted
        << ",\"mac_queue_mean\":" << Mean(double(c.qSum), c.qSamples)
        << ",\"mac_queue_max\":" << c.qMax << ",\"mac_queue_max_total\":" << c.qMaxTotal
@@ -101,6 +102,13 @@ WriteNode(std::ostream& os, const NodeCounters& c)
     {
         os << ",\"ac_enqueued\":{\"BE\":" << c.acEnqueued[0] << ",\"BK\":" << c.acEnqueued[1]
            << ",\"VI\":" << c.acEnqueued[2] << ",\"VO\":" << c.acEnqueued[3] << "}";
+    }
+    if (c.hasNic)
+    {
+        os << ",\"nic\":{\"queued\":" << c.nic.queued << ",\"released\":" << c.nic.released
+           << ",\"flushed\":" << c.nic.flushed
+           << ",\"backlog_mean\":" << Mean(double(c.nic.backlogSum), c.nic.samples)
+           << ",\"backlog_max\":" << c.nic.backlogMax << "}";
     }
     os << "}";
 }

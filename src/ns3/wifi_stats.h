@@ -12,6 +12,23 @@
 namespace netloop::wifi
 {
 
+/// What the queue in front of a host's NIC counted (nic_queue.h): a node's "nic".
+struct NicCounts
+{
+    uint64_t queued = 0;   // total: packets the host's kernel queued for the device
+    uint64_t released = 0; // total: packets let through to the device
+    uint64_t flushed = 0;  // total: dropped by the kernel when the interface went down
+    uint64_t samples = 0;  // interval: backlog samples (at each lag probe)
+    uint64_t backlogSum = 0;
+    uint32_t backlogMax = 0;
+
+    void EndInterval()
+    {
+        samples = backlogSum = 0;
+        backlogMax = 0;
+    }
+};
+
 /// What one Wi-Fi device counted: one entry of a stats line's "nodes".
 struct NodeCounters
 {
@@ -23,6 +40,7 @@ struct NodeCounters
     uint64_t phyTxDrop = 0;
     uint64_t phyRxDrop = 0;
     uint64_t dataMpduTx = 0;
+    uint64_t dataPpduTx = 0; // transmissions carrying data: dataMpduTx / dataPpduTx = A-MPDU size
     uint64_t corrupted = 0;      // data frames dropped by the configured frame error rate
     uint64_t burstCorrupted = 0; // data frames dropped by a loss burst (control input)
     // MAC (device) queue: length sampled at every lag probe, and seen by arriving packets
@@ -39,6 +57,9 @@ struct NodeCounters
     // ns-3's AcIndex order (BE, BK, VI, VO); written as "ac_enqueued" only when qos is set
     bool qos = false;
     std::array<uint64_t, 4> acEnqueued{}; // total
+    // --nic-netns (host_nic.h): the host's queue in front of the device; written as "nic"
+    bool hasNic = false;
+    NicCounts nic;
 
     /// Frames the MAC took from above (macTx) that never entered its queue: refused by a full
     /// queue (tail drop, --queue). ns-3 3.37's WifiMacQueue refuses them without a trace.

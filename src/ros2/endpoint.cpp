@@ -17,6 +17,7 @@
 #include "netloop/json_text.h"
 #include "netloop/loop_node.h"
 #include "netloop/ros2/cdr.h"
+#include "netloop/ros2/stage_trace.h"
 
 namespace netloop {
 namespace ros2 {
@@ -195,6 +196,7 @@ bool seqOutOfFrameId(std::vector<uint8_t>& ros1) {
 // ---- endpoints -------------------------------------------------------------------------------
 
 struct RawPublisher::Impl {
+  std::unique_ptr<StageTrace> trace;  // null unless NETLOOP_STAGE_TRACE (stage_trace.h)
 #ifdef NETLOOP_HAVE_ROS2
   std::shared_ptr<const MessageLayout> layout;
   std::unique_ptr<Publisher> pub;
@@ -202,10 +204,15 @@ struct RawPublisher::Impl {
   bool header_seq = false;
 };
 
-RawPublisher::~RawPublisher() = default;
+RawPublisher::~RawPublisher() {
+  if (impl_ && impl_->trace) impl_->trace->write();
+}
 
 size_t RawPublisher::publish(const uint8_t* ros1, size_t len) {
 #ifdef NETLOOP_HAVE_ROS2
+  StageTrace* trace = impl_->trace.get();
+  const uint32_t seq = trace ? StageTrace::seqOfRos1(ros1, len) : 0;
+  if (trace) trace->mark(seq, 0);
   std::vector<uint8_t> cdr;
   if (impl_->header_seq) {
     const std::vector<uint8_t> marked = seqIntoFrameId(ros1, len);
@@ -213,7 +220,9 @@ size_t RawPublisher::publish(const uint8_t* ros1, size_t len) {
   } else {
     cdr = ros1ToCdr(*impl_->layout, ros1, len);
   }
+  if (trace) trace->mark(seq, 1);
   impl_->pub->publish(cdr);
+  if (trace) trace->mark(seq, 2);
   return cdr.size();
 #else
   (void)ros1;
@@ -233,6 +242,7 @@ size_t RawPublisher::matched() const {
 }
 
 struct RawSubscription::Impl {
+  std::unique_ptr<StageTrace> trace;  // null unless NETLOOP_STAGE_TRACE; outlives `sub`'s callbacks
 #ifdef NETLOOP_HAVE_ROS2
   std::shared_ptr<const MessageLayout> layout;
   std::unique_ptr<Subscription> sub;
@@ -241,6 +251,7 @@ struct RawSubscription::Impl {
 };
 
 RawSubscription::~RawSubscription() {
+  if (impl_ && impl_->trace) impl_->trace->write();
   impl_.reset();  // no more samples from the middleware
   inbox_.reset();
 }
@@ -262,8 +273,12 @@ WireCounts RawSubscription::counts() const {
 
 void RawSubscription::deliver(const uint8_t* cdr, size_t len, int64_t recv_ns) {
 #ifdef NETLOOP_HAVE_ROS2
+  StageTrace* trace = impl_->trace.get();
+  const uint32_t seq = trace ? StageTrace::seqOfCdr(cdr, len) : 0;
+  if (trace) trace->mark(seq, 1, recv_ns);
   try {
     std::vector<uint8_t> ros1 = cdrToRos1(*impl_->layout, cdr, len);
+    if (trace) trace->mark(seq, 2);
     if (impl_->header_seq) seqOutOfFrameId(ros1);
     handler_(ros1, recv_ns);
   } catch (const std::exception& e) {
@@ -321,6 +336,7 @@ std::shared_ptr<RawPublisher> Endpoints::rawPublisher(const std::string& topic, 
   p->record_ = std::make_shared<EndpointRecord>();
   p->record_->topic = p->topic_;
   p->impl_ = std::make_unique<RawPublisher::Impl>();
+  p->impl_->trace = StageTrace::open(ros::this_node::getName(), p->topic_, datatype, true);
 #ifdef NETLOOP_HAVE_ROS2
   p->impl_->layout = MessageLayout::parse(datatype, definition);
   p->impl_->header_seq = params_.carry_header_seq && p->impl_->layout->startsWithHeader();
@@ -347,30 +363,34 @@ std::shared_ptr<RawSubscription> Endpoints::rawSubscription(const std::string& t
   s->record_->subscription = true;
   s->handler_ = std::move(handler);
   s->impl_ = std::make_unique<RawSubscription::Impl>();
+  s->impl_->trace = StageTrace::open(ros::this_node::getName(), s->topic_, datatype, false);
 #ifdef NETLOOP_HAVE_ROS2
   s->impl_->layout = MessageLayout::parse(datatype, definition);
   s->impl_->header_seq = params_.carry_header_seq && s->impl_->layout->startsWithHeader();
   RawSubscription* raw = s.get();  // outlived by its impl_ (destroyed first), which calls back
   std::shared_ptr<EndpointRecord> record = s->record_;
+  StageTrace* trace = s->impl_->trace.get();
   if (inbox_depth > 0) {
     s->inbox_ = RosQueueInbox::create(
         [raw](const uint8_t* cdr, size_t len, int64_t recv_ns) { raw->deliver(cdr, len, recv_ns); }, inbox_depth);
     std::weak_ptr<RosQueueInbox> inbox = s->inbox_;
     s->impl_->sub = participant_->createSubscription(
         s->topic_, datatype, qos ? *qos : params_.qos,
-        [record, inbox](const uint8_t* cdr, size_t len, int64_t recv_ns) {
+        [record, inbox, trace](const uint8_t* cdr, size_t len, int64_t recv_ns) {
           int64_t none = -1;
           record->first_rx_ns.compare_exchange_strong(none, recv_ns);
           ++record->received;
+          if (trace) trace->mark(StageTrace::seqOfCdr(cdr, len), 0, recv_ns);
           if (auto in = inbox.lock()) in->push(cdr, len);
         });
   } else {
     s->impl_->sub = participant_->createSubscription(
         s->topic_, datatype, qos ? *qos : params_.qos,
-        [record, raw](const uint8_t* cdr, size_t len, int64_t recv_ns) {
+        [record, raw, trace](const uint8_t* cdr, size_t len, int64_t recv_ns) {
           int64_t none = -1;
           record->first_rx_ns.compare_exchange_strong(none, recv_ns);
           ++record->received;
+          if (trace) trace->mark(StageTrace::seqOfCdr(cdr, len), 0, recv_ns);
           raw->deliver(cdr, len, recv_ns);
         });
   }
@@ -422,6 +442,16 @@ void Endpoints::watch() {
   }
 }
 
+void Endpoints::writeStageTraces() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& w : pubs_)
+    if (auto p = w.lock())
+      if (p->impl_->trace) p->impl_->trace->write();
+  for (const auto& w : subs_)
+    if (auto s = w.lock())
+      if (s->impl_->trace) s->impl_->trace->write();
+}
+
 WireStats Endpoints::wireStats() const {
 #ifdef NETLOOP_HAVE_ROS2
   if (participant_) return participant_->stats();
@@ -441,6 +471,7 @@ void Endpoints::finish() {
   // Last look at the matches of the endpoints still alive (the others keep their last count).
   allMatched();
   writeStatus(true);
+  writeStageTraces();
 }
 
 void Endpoints::writeStatus(bool final_version) {

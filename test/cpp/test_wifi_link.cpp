@@ -208,6 +208,7 @@ TEST(WifiStats, AStatsLineHasEveryKeyInOrder) {
   c.macTx = 5;
   c.macRx = 4;
   c.dataMpduTx = 6;
+  c.dataPpduTx = 4;
   c.corrupted = 1;
   c.SampleQueue(2);
   c.SampleQueue(0);
@@ -221,12 +222,13 @@ TEST(WifiStats, AStatsLineHasEveryKeyInOrder) {
             "\"stalls\":[[1699999999.000000,6.000000,1]],\"minor_faults\":7,\"major_faults\":0,"
             "\"involuntary_switches\":3,\"nodes\":[{\"mac_tx\":5,\"mac_rx\":4,\"queue_drop\":0,"
             "\"retries\":0,\"final_fail\":0,\"phy_tx_drop\":0,\"phy_rx_drop\":0,\"data_mpdu_tx\":6,"
-            "\"fer_drops\":1,\"burst_drops\":0,\"mac_queue_mean\":1.000000,\"mac_queue_max\":2,"
-            "\"mac_queue_max_total\":2,\"mac_queue_drop\":3,\"mac_queue_arrivals\":2,"
+            "\"data_ppdu_tx\":4,\"fer_drops\":1,\"burst_drops\":0,\"mac_queue_mean\":1.000000,"
+            "\"mac_queue_max\":2,\"mac_queue_max_total\":2,\"mac_queue_drop\":3,\"mac_queue_arrivals\":2,"
             "\"mac_queue_ahead_mean\":2.000000,"
             "\"small_arrivals\":1,\"small_ahead_mean\":1.000000,\"small_ahead_max\":1},"
             "{\"mac_tx\":0,\"mac_rx\":0,\"queue_drop\":0,\"retries\":0,\"final_fail\":0,"
-            "\"phy_tx_drop\":0,\"phy_rx_drop\":0,\"data_mpdu_tx\":0,\"fer_drops\":0,\"burst_drops\":0,"
+            "\"phy_tx_drop\":0,\"phy_rx_drop\":0,\"data_mpdu_tx\":0,\"data_ppdu_tx\":0,\"fer_drops\":0,"
+            "\"burst_drops\":0,"
             "\"mac_queue_mean\":0.000000,\"mac_queue_max\":0,\"mac_queue_max_total\":0,"
             "\"mac_queue_drop\":0,\"mac_queue_arrivals\":0,\"mac_queue_ahead_mean\":0.000000,\"small_arrivals\":0,"
             "\"small_ahead_mean\":0.000000,\"small_ahead_max\":0}]}\n");

@@ -40,6 +40,10 @@
 // "camera_optical_frame#17"; set ~carry_header_seq false to send frame_id untouched (seq then
 // arrives as 0).
 //
+// Stage trace: with the environment variable NETLOOP_STAGE_TRACE set to a folder, each
+// netloop/LoopSample endpoint writes the time of every stage of its samples there when the node
+// finishes (stage_trace.h; `make bench` reads them).
+//
 // Reception: middleware samples run on roscpp's global callback queue (ros_queue.h), through
 // an inbox of the subscriber queue size given (the part roscpp's subscriber queue plays);
 // its drops are the subscriber-queue drops of the receive summary. first_rx_ns is the time the
@@ -239,6 +243,7 @@ class Endpoints {
  private:
   void watch();
   void writeStatus(bool final_version);
+  void writeStageTraces();
   std::string resolve(const std::string& topic) const { return nh_.resolveName(topic); }
 
   ros::NodeHandle nh_;

@@ -11,8 +11,10 @@ compared by ratio or shape, never by absolute time, and each comparison says whi
 
 Verdicts:
 
-    match          netloop's number is within the tolerance of the published one
-    miss           it is not
+    match          netloop's number is within the tolerance of the published one (every tolerance
+                   bounds it from both sides)
+    miss           it is not, or what the number measures never happened (``never``: a flow that
+                   never recovered after an outage has no recovery time, and that is a miss)
     netloop only   the paper's number is not among the reference numbers on purpose (or the
                    paper gives none): netloop's number is printed with the published column empty
     not measured   the campaign has no valid run for it (missing, failed, or the link lagged)
@@ -80,6 +82,8 @@ class Comparison:
     tolerance: Optional[Tolerance] = None
     basis: str = "absolute"         # absolute | ratio | shape: how it is compared, see module doc
     note: str = ""
+    #: what ``ours`` measures never happened (no recovery after an outage): a miss, not "not measured"
+    never: bool = False
 
     def __post_init__(self):
         if self.basis not in BASES:
@@ -95,6 +99,8 @@ class Comparison:
     @property
     def verdict(self) -> str:
         if self.ours is None:
+            if self.never:   # what it measures did not happen: a miss, or netloop's finding
+                return MISS if self.published is not None else ONLY
             return NOT_MEASURED
         if self.published is None or self.tolerance is None:
             return ONLY
@@ -103,12 +109,14 @@ class Comparison:
     def to_json(self) -> dict:
         return {"item": self.item, "unit": self.unit, "published": self.published, "netloop": self.ours,
                 "ratio": self.ratio, "tolerance": self.tolerance.describe() if self.tolerance else None,
-                "basis": self.basis, "verdict": self.verdict, "note": self.note}
+                "basis": self.basis, "verdict": self.verdict, "note": self.note, "never": self.never}
 
 
 @dataclass
 class ShapeCheck:
-    """A finding of the paper that is a shape (a knee, a collapse, a ranking), judged."""
+    """A finding of the paper that is a shape (a knee, a collapse, a ranking), judged. A rule
+    that holds on a magnitude bounds it from both sides (``within``), so that an effect far
+    larger than published (×17.8 where ×2 was) fails as one far smaller does."""
     item: str                       # e.g. "Fig. 19: UDPROS collapses with message size"
     expected: str                   # the published shape, in words
     observed: str                   # what netloop measured, in words and numbers
@@ -200,6 +208,11 @@ class Study:
                 return p
         raise KeyError(f"study {self.name!r} has no part {name!r}; its parts: "
                        + ", ".join(p.name for p in self.parts))
+
+
+def within(value: Optional[float], low: float, high: float) -> Optional[bool]:
+    """``low <= value <= high``; None when ``value`` is None (not measured)."""
+    return None if value is None else low <= value <= high
 
 
 def fmt(value: Optional[float], ratio: bool = False) -> str:

@@ -36,7 +36,8 @@ def result_from_json(data: dict) -> StudyResult:
     comps = []
     for c in data.get("comparisons") or []:
         tol = _tolerance(c.get("tolerance"))
-        comps.append(Comparison(c["item"], c["unit"], c["published"], c["netloop"], tol, c["basis"], c.get("note", "")))
+        comps.append(Comparison(c["item"], c["unit"], c["published"], c["netloop"], tol, c["basis"], c.get("note", ""),
+                                never=bool(c.get("never"))))
     checks = [ShapeCheck(s["item"], s["expected"], s["observed"],
                          None if s["verdict"] == "not measured" else s["verdict"] == "holds", s.get("note", ""))
               for s in data.get("checks") or []]

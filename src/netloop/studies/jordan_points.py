@@ -3,7 +3,9 @@ points, one per run and flow entry, and the series drawn from them.
 
 A point is a dict: rate [Hz], cpu, link, payload, n (echo pairs), transport, run_id, mean_ms
 and p50_ms (round trip, the pairs' runs together), kept (the fraction of the messages the rate
-and the run's length call for that were sent) and echoed (the fraction that came back).
+and the run's length call for that were sent), echoed (the fraction that came back), sent and
+received, and on an emulated Wi-Fi link what a message cost there (``cost``:
+:func:`netloop.studies.chain_trace.per_message`).
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..run_files import MetadataError, has_analysis, load_metadata
+from . import chain_trace
 from .core import campaign_runs, left_out_note, median
 
 
@@ -30,7 +33,9 @@ def points(campaign: Optional[Path]) -> tuple:
         for entry, flows in by_entry.items():
             pt = _point(flows, exp, run.settings)
             if pt:
-                pt.update(transport=run.transport or None, run_id=run.run_id)
+                trace = chain_trace.run_trace(Path(campaign) / "runs" / run.run_id)
+                pt.update(transport=run.transport or None, run_id=run.run_id,
+                          cost=chain_trace.per_message(trace, pt["sent"] + pt["received"]))
                 out.append(pt)
     note = left_out_note(Path(campaign).name, counts)
     return out, [note] if note else []
@@ -64,7 +69,7 @@ def _point(flows: list, exp: dict, settings: dict) -> Optional[dict]:
             "mean_ms": sum(m * n for m, n in weighted) / total if total else None,
             "p50_ms": median((f.get("delay") or {}).get("p50_ms") for f in flows),
             "kept": sent / expected if expected else None,
-            "echoed": received / sent if sent else None}
+            "echoed": received / sent if sent else None, "sent": sent, "received": received}
 
 
 def by(pts: list, **match) -> list:
@@ -85,3 +90,19 @@ def rate_series(pts: list, **match) -> list:
                     "kept": min((p["kept"] for p in reps if p["kept"] is not None), default=None),
                     "echoed": min((p["echoed"] for p in reps if p["echoed"] is not None), default=None)})
     return out
+
+
+def cost_note(pts: list, link: str, rate: Optional[float]) -> str:
+    """What one message cost on the link at ``rate`` (the median over repetitions): data frames on
+    the air, TCP segments, data frames per transmission; "" without the emulator's counters."""
+    costs = [p["cost"] for p in by(pts, link=link, rate=rate) if p.get("cost")] if rate else []
+    if not costs:
+        return ""
+    parts = [f"{median(c['frames_per_message'] for c in costs):.2f} data frames per message"]
+    segs = median(c.get("segments_per_message") for c in costs)
+    per_tx = median(c.get("frames_per_transmission") for c in costs)
+    if segs is not None:
+        parts.append(f"{segs:.2f} TCP segments per message")
+    if per_tx is not None:
+        parts.append(f"{per_tx:.1f} frames per transmission")
+    return f"at {rate:g} Hz: " + ", ".join(parts)

@@ -54,12 +54,22 @@ def _qdisc_backlog(tb, host: str) -> tuple[int, int]:
     return 0, 0
 
 
+def _nic_queue_packets(pid: int) -> int:
+    """Packets waiting in the netfilter queues of the namespace process ``pid`` runs in (the
+    emulated NIC's flow control holds a host's backlog there: :mod:`netloop.testbed.nic_flow`)."""
+    try:
+        with open(f"/proc/{pid}/net/netfilter/nfnetlink_queue") as f:
+            return sum(int(line.split()[2]) for line in f if line.strip())
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def run_case(tb, transport: str, bulk: bool = True, seconds: float = 10.0,
              port: int = 7100, sample_s: float = 0.05) -> dict:
     """One measurement on a live testbed: small + bulk flow robot -> operator.
 
     Returns the receiver's delays, the sender's socket samples, the robot's qdisc backlog
-    sampled every ``sample_s`` and, for ns-3 links, the robot device's MAC queue statistics
+    (with the emulated NIC's flow control, its netfilter queue's packets too) sampled every ``sample_s`` and, for ns-3 links, the robot device's MAC queue statistics
     over the run (from the emulator's stats lines)."""
     import os
     import subprocess
@@ -93,7 +103,8 @@ def run_case(tb, transport: str, bulk: bool = True, seconds: float = 10.0,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         backlog = []
         while tx.poll() is None:
-            backlog.append(_qdisc_backlog(tb, "robot"))
+            b, p = _qdisc_backlog(tb, "robot")
+            backlog.append((b, p + _nic_queue_packets(tx.pid)))
             time.sleep(sample_s)
         tx_out, tx_err = tx.communicate()
         os.close(sender_running)

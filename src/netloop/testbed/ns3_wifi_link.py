@@ -15,6 +15,7 @@ from pathlib import Path
 
 from netloop import paths
 
+from . import nic_flow, util
 from .link_base import IFACE, host_address, robot_names
 from .profiles import LinkProfile, air_crossings, air_overhead_bytes, background_air_mbit, shaper_rate_kbit
 from .tap_link import TapLink
@@ -58,6 +59,8 @@ class Ns3WifiLink(TapLink):
         binary = wifi_binary()
         if not os.access(binary, os.X_OK):
             raise TestbedError(f"ns-3 link program {binary} is not executable")
+        if self.profile.nic_ring_frames:
+            nic_flow.prerequisites()
 
     def command(self) -> list[str]:
         p = self.profile
@@ -80,7 +83,9 @@ class Ns3WifiLink(TapLink):
             f"--frame-error-rate={p.frame_error_rate}", f"--error-burst={p.error_burst}",
             f"--retry-limit={p.retry_limit}", f"--qos={'true' if p.qos else 'false'}",
         ] + ([f"--background-pairs={p.background_pairs}", f"--background-mbit={p.background_mbit}",
-              f"--background-bytes={p.background_bytes}"] if p.background_pairs else [])
+              f"--background-bytes={p.background_bytes}"] if p.background_pairs else []) + (
+            nic_flow.emulator_args([self.ctx.netns[h] for h in order], p.nic_ring_frames, p.qdisc_limit_packets,
+                                   [p.nic_packet_us.get(h, 0.0) for h in order]) if p.nic_ring_frames else [])
 
     def shaper(self, host: str | None = None) -> dict | None:
         """The htb shaper on every host's net0, the same for each (``qdisc_rate_fraction`` > 0), or None.
@@ -104,6 +109,19 @@ class Ns3WifiLink(TapLink):
         return {"rate_kbit": shaper_rate_kbit(p), "overhead_bytes": air_overhead_bytes(p.phy_rate),
                 "limit_packets": p.qdisc_limit_packets, "air_crossings": air_crossings(p),
                 "background_air_mbit": round(background_air_mbit(p), 4)}
+
+    def configure_host(self, host: str, iface: str, mtu: int, routes: list[str] = ()) -> None:
+        super().configure_host(host, iface, mtu, routes)
+        if self.profile.nic_ring_frames:
+            nic_flow.install(self.ctx.netns[host])
+
+    def set_transmitting(self, hosts, on: bool) -> None:
+        """As every link's, and with the NIC's flow control the hosts also drop what they send
+        before it can wait in their queue for the link's return."""
+        if self.profile.nic_ring_frames:
+            util.run_together(nic_flow.hold_commands([self.ctx.netns[h] for h in hosts], not on),
+                              check=not on)
+        super().set_transmitting(hosts, on)
 
     def positions(self) -> dict[str, float | list[float]]:
         """Metres along the line: neighbours ``distance_m`` apart; in ap mode the access point
@@ -167,6 +185,8 @@ class Ns3WifiLink(TapLink):
                         if p.mode == "ap" else "direct"),
             "binary": self._binary_or_none(),
             "kernel_shaper": self.shaper(),
+            "nic_flow_control": (nic_flow.metadata(p.nic_ring_frames, p.qdisc_limit_packets, p.nic_packet_us)
+                                 if p.nic_ring_frames else None),
             **self.kernel_queue_metadata(),
             "frame_error_rate": p.frame_error_rate, "error_burst": p.error_burst,
             "retry_limit": p.retry_limit,

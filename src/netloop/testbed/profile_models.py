@@ -137,6 +137,18 @@ def _wifi_check(cfg: dict, key: str) -> None:
         found.add("qdisc_rate_fraction", "the air-time shaper is calibrated only for "
                           "standard 802.11a with rate_manager constant (its per-frame air time "
                           f"is known); set it to 0 for {cfg['standard']} / {cfg['rate_manager']}")
+    if cfg["qdisc_rate_fraction"] and cfg["nic_ring_frames"]:
+        found.add("qdisc_rate_fraction", "the hosts' queue drains either at the pace the emulated "
+                          "NIC allows (nic_ring_frames) or at a fixed shaper rate (qdisc_rate_fraction), "
+                          "not both: set one of them to 0")
+    if cfg["nic_packet_us"]:
+        hosts = (["robot", "relay", "operator"] if cfg["hops"] == 2
+                 else ["robot"] + [f"robot{k}" for k in range(2, cfg["robots"] + 1)] + ["operator"])
+        unknown = sorted(set(cfg["nic_packet_us"]) - set(hosts))
+        if unknown:
+            found.add("nic_packet_us", f"unknown host(s) {', '.join(unknown)}; allowed: {', '.join(hosts)}")
+        if not cfg["nic_ring_frames"]:
+            found.add("nic_packet_us", "a NIC's time per packet needs its flow control (nic_ring_frames > 0)")
     if cfg["robots"] > 1 and cfg["hops"] != 1:
         found.add("robots", f"{cfg['robots']} robots share one channel around the operator (or the "
                                     f"access point); that takes hops: 1, not {cfg['hops']}")
@@ -189,8 +201,20 @@ class Ns3WifiProfile(TapProfile):
         doc="RTS/CTS for frames above this many bytes (65535 = off)"))
     queue_packets: int = key(Int(default=500, ge=1, le=100000,
         doc="Wi-Fi MAC (device) queue size inside ns-3, packets; tail drop"))
+    nic_ring_frames: int = key(Int(default=2, ge=0, le=4096,
+        doc="flow control of the emulated NIC: a host's packets wait in the host (its netfilter "
+        "queue, where TCP Small Queues count them, up to qdisc_limit_packets) until its "
+        "station's device holds fewer than this many frames (the one on the air, retries "
+        "included), as a driver stops its queue while its ring is full; so collisions, retries, "
+        "other stations and a second hop slow the host at the air's own pace. 2: one frame "
+        "on the air and one ready; 0: none (the host sends straight into ns-3's MAC queue, or "
+        "at qdisc_rate_fraction)"))
+    nic_packet_us: dict = key(Map({}, {}, doc="per host, the time [us] its Wi-Fi NIC spends on each "
+        "packet it sends (its bus and firmware: a Raspberry Pi 3's is in docs/links.md), so the NIC lets "
+        "packets through no faster than one per that time whatever the air allows; an experiment's "
+        "hosts.<host>.nic_packet_us sets it (needs nic_ring_frames)", extra=Num(default=0.0, ge=0, le=100000)))
     qdisc_rate_fraction: float = key(Num(default=0.0, ge=0, le=1.5,
-        doc="0: none; otherwise an htb qdisc on every host's net0 sends at "
+        doc="0: none; otherwise (with nic_ring_frames 0) an htb qdisc on every host's net0 sends at "
         "this fraction of the air's one-sender capacity (per-frame "
         "air time counted through htb's overhead), so the backlog "
         "waits in the kernel (TCP Small Queues apply) and ns-3's MAC "

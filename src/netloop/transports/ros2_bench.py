@@ -7,14 +7,19 @@ JSON-ready dict:
   root) and per transport, the one-way delay of a 4 KB message sent every 20 ms (50 Hz) robot ->
   operator by native nodes with ROS 2's default QoS (reliable, volatile, keep last 10): median,
   p99, MDR, and the median's ratio to ``tcp_nodelay``'s on the same link;
+* ``stages``: per link, where the ``cyclonedds`` run's one-way time goes, stage by stage (its
+  nodes traced: :func:`netloop.transports.ros2_bench_path.stage_breakdown`);
 * ``echo``: per transport the highest rate the RLC plant/controller pair sustains on loopback
   (:func:`netloop.bench_suite.echo_rate`: >= 99 % answered, rate within 1 %);
 * ``ddsperf``: Cyclone DDS's own ``ddsperf ping 50Hz size 4k`` / ``pong`` (Debian's
   ``cyclonedds-tools``) on the same links, with the same Cyclone configuration netloop
-  generates for its nodes (``netloop.ros2.config.cyclonedds_xml``): the round trip's median per
-  second (ddsperf's own figure), the median over the seconds and its half (one way);
+  generates for its nodes (``netloop.ros2.config.cyclonedds_xml``): ddsperf's per-second median,
+  which is half the round trip (ddsperf divides it: Cyclone DDS 0.10's
+  src/tools/ddsperf/ddsperf.c, process_pong), and the median over the seconds;
 * ``ddsperf_waitset``: the same in ddsperf's waitset mode (one thread hop each way, as a
   netloop node's hand-over to its event loop);
+* ``pingpong``: the same exchange through netloop's participant without ROS, each leg timed
+  (:func:`netloop.transports.ros2_bench_path.pingpong`);
 * ``goal``: netloop's native Cyclone DDS one-way median over ddsperf's half round trip, per
   link (the goal: at most 1.5).
 
@@ -23,6 +28,7 @@ Run: ``python -m netloop.transports.ros2_bench [--out DIR] [--quick]`` (prints t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -35,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import ros2_bench_path
 from .relay_bench import _flow, _run, _status
 
 TRANSPORTS = ["tcp_nodelay", "cyclonedds", "fastdds", "zenoh", "rmw_fastrtps_cpp"]
@@ -50,20 +57,48 @@ def _links() -> list[str]:
     return ["loopback", "ethernet"] if os.geteuid() == 0 else ["loopback"]
 
 
+#: the transport whose nodes are traced stage by stage
+TRACED = "cyclonedds"
+
+
+@contextlib.contextmanager
+def _stage_trace(folder: Path | None):
+    """NETLOOP_STAGE_TRACE=``folder`` for the nodes started meanwhile (nothing when None). The
+    nodes' environment is this process's, read once (rosenv.base_env): read again either side."""
+    from .. import rosenv  # noqa: PLC0415
+    if folder is None:
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["NETLOOP_STAGE_TRACE"] = str(folder)
+    rosenv.base_env.cache_clear()
+    try:
+        yield
+    finally:
+        del os.environ["NETLOOP_STAGE_TRACE"]
+        rosenv.base_env.cache_clear()
+
+
 def latency(out: Path, link: str, count: int = 500) -> dict[str, Any]:
-    """One 4 KB / 20 ms flow robot -> operator per transport on ``link``."""
+    """One 4 KB / 20 ms flow robot -> operator per transport on ``link``; the ``cyclonedds``
+    run's nodes traced (its ``stages``)."""
     flow = {"name": "probe", "size_bytes": MESSAGE_BYTES, "period": PERIOD_S, "count": count}
     res: dict[str, Any] = {}
-    for transport in TRANSPORTS:
+    for transport in sorted(TRANSPORTS, key=lambda t: t != TRACED):   # the traced one first: beside ddsperf
+        traces = out / f"stages_{link}" if transport == TRACED else None
         try:
-            cfg, camp = _run({"link": link, "transport": transport, "loop": {"type": "none"}, "flows": [flow],
-                              "run_timeout": 120}, out, f"latency_{link}_{transport}")
+            with _stage_trace(traces):
+                cfg, camp = _run({"link": link, "transport": transport, "loop": {"type": "none"}, "flows": [flow],
+                                  "run_timeout": 120}, out, f"latency_{link}_{transport}")
             run_dir = camp / "runs" / f"{transport}-r0"
             f = _flow(run_dir, cfg.flows[0])
             res[transport] = {"run": _status(run_dir)["status"],
                               **{k: f.get(k) for k in ("MDR", "D_p50_ms", "D_p99_ms", "D_mean_ms")}}
+            if traces:
+                res[transport]["stages"] = ros2_bench_path.stage_breakdown(traces, run_dir)
         except Exception as err:   # a middleware missing from the build: say so, keep the others
             res[transport] = {"run": f"failed: {type(err).__name__}: {err}"}
+    res = {t: res[t] for t in TRANSPORTS}
     base = res.get("tcp_nodelay", {}).get("D_p50_ms")
     for transport, v in res.items():
         if base and v.get("D_p50_ms") is not None:
@@ -83,7 +118,7 @@ def echo(work: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _cyclone_files(tmp: Path, tb, link: str) -> dict[str, Path]:
+def cyclone_files(tmp: Path, tb, link: str) -> dict[str, Path]:
     """The Cyclone DDS configuration netloop generates for each host of ``tb``."""
     from ..ros2 import config as ros2config  # noqa: PLC0415
     shared = link == "loopback"
@@ -98,7 +133,7 @@ def _cyclone_files(tmp: Path, tb, link: str) -> dict[str, Path]:
 
 
 def parse_ddsperf(text: str) -> list[dict[str, float]]:
-    """ddsperf ping's per-second round-trip lines, in µs."""
+    """ddsperf ping's per-second lines, in µs: half round trips (ddsperf halves them)."""
     rows = []
     for m in _DDSPERF_LINE.finditer(text):
         size, mean, lo, p50, p90, p99, hi, cnt = m.groups()
@@ -117,7 +152,7 @@ def ddsperf(link: str, seconds: int = 10, mode: str = "listener") -> dict[str, A
     from ..testbed import Testbed, load_profile  # noqa: PLC0415
     with tempfile.TemporaryDirectory() as tmp_name, Testbed(load_profile(link, {}), log_dir=tmp_name) as tb:
         tmp = Path(tmp_name)
-        files = _cyclone_files(tmp, tb, link)
+        files = cyclone_files(tmp, tb, link)
 
         def cmd(host: str, duration: int, *args: str) -> list[str]:
             env = ["env", f"CYCLONEDDS_URI=file://{files[host]}"]
@@ -136,12 +171,12 @@ def ddsperf(link: str, seconds: int = 10, mode: str = "listener") -> dict[str, A
         health = tb.health()
     if not seconds_rows:
         return {"error": f"ddsperf ping printed no round trips (exit {ping.returncode}): {ping.stdout[-400:]}"}
-    p50 = statistics.median(r["p50_us"] for r in seconds_rows)
+    p50 = statistics.median(r["p50_us"] for r in seconds_rows)   # already halves of round trips
     mean = statistics.median(r["mean_us"] for r in seconds_rows)
     return {"link": link, "mode": mode, "seconds": len(seconds_rows), "round_trips": sum(r["count"] for r in seconds_rows),
-            "rtt_p50_us_median": round(p50, 1), "rtt_mean_us_median": round(mean, 1),
-            "rtt_mean_us_range": [min(r["mean_us"] for r in seconds_rows), max(r["mean_us"] for r in seconds_rows)],
-            "half_rtt_ms": round(p50 / 2e3, 4), "link_valid": health.get("valid"), "per_second": seconds_rows}
+            "half_rtt_us": round(p50, 1), "half_rtt_mean_us": round(mean, 1),
+            "half_rtt_mean_us_range": [min(r["mean_us"] for r in seconds_rows), max(r["mean_us"] for r in seconds_rows)],
+            "half_rtt_ms": round(p50 / 1e3, 4), "link_valid": health.get("valid"), "per_second": seconds_rows}
 
 
 def run_all(out_dir: Path | str | None = None, quick: bool = False) -> dict[str, Any]:
@@ -149,12 +184,15 @@ def run_all(out_dir: Path | str | None = None, quick: bool = False) -> dict[str,
     out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="netloop-ros2-bench-"))
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    load_before = os.getloadavg()[0]
     res: dict[str, Any] = {"results_dir": str(out), "message_bytes": MESSAGE_BYTES, "rate_hz": 1 / PERIOD_S,
-                           "latency": {}, "ddsperf": {}, "goal": {}}
-    for link in _links():
-        res["latency"][link] = latency(out, link, count=150 if quick else 500)
+                           "latency": {}, "stages": {}, "ddsperf": {}, "ddsperf_waitset": {}, "pingpong": {}, "goal": {}}
+    for link in _links():   # ddsperf, the ping-pong and the traced run one after the other (the same minute)
         res["ddsperf"][link] = ddsperf(link, seconds=4 if quick else 10)
-        res.setdefault("ddsperf_waitset", {})[link] = ddsperf(link, seconds=4 if quick else 10, mode="waitset")
+        res["pingpong"][link] = ros2_bench_path.pingpong_on(link, count=150 if quick else 500)
+        res["latency"][link] = latency(out, link, count=150 if quick else 500)
+        res["stages"][link] = res["latency"][link].get(TRACED, {}).pop("stages", {"error": f"no {TRACED} run"})
+        res["ddsperf_waitset"][link] = ddsperf(link, seconds=4 if quick else 10, mode="waitset")
         ours = res["latency"][link].get("cyclonedds", {}).get("D_p50_ms")
         ref = res["ddsperf"][link].get("half_rtt_ms")
         if ours and ref:
@@ -166,7 +204,31 @@ def run_all(out_dir: Path | str | None = None, quick: bool = False) -> dict[str,
         work.mkdir(exist_ok=True)
         res["echo"] = echo(work)
     res["seconds"] = round(time.monotonic() - started, 1)
+    res["load_average"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]   # 1-minute, before and after
     return res
+
+
+def measured(bench: dict[str, Any]) -> bool:
+    """Whether ``bench`` (bench.json) holds this part's figures."""
+    part = bench.get("ros2")
+    return bool(part) and "skipped" not in part and bool(part.get("latency"))
+
+
+def docs_block(bench: dict[str, Any]) -> str:
+    """The ``bench-ros2`` block of docs/ros2.md: this part of ``bench/bench.json`` with the date,
+    the machine and its load, or the command that measures it."""
+    part = bench.get("ros2")
+    if not measured(bench):
+        why = f" ({part['skipped']})" if part and "skipped" in part else ""
+        return f"Not measured yet{why}: `make bench BENCH_ARGS=\"--only ros2\"` (root for `ethernet`)."
+    h = bench.get("host") or {}
+    when = str((bench.get("dates") or {}).get("ros2") or part.get("date") or bench.get("date") or "?")
+    when = when[:10]   # the day: the time of day stays in bench.json
+    load = part.get("load_average")
+    shared = f"shared: 1-minute load average {load[0]} before, {load[1]} after" if load else "shared"
+    return "\n".join([f"Measured {when} on {h.get('cpu', '?')}, {h.get('cores', '?')} cores, kernel "
+                      f"{h.get('kernel', '?')} ({shared}; one run per case), by `make bench` "
+                      "(`BENCH_ARGS=\"--only ros2\"` runs this part alone):", "", *markdown(part)]).rstrip()
 
 
 def markdown(r: dict[str, Any]) -> list[str]:
@@ -183,23 +245,26 @@ def markdown(r: dict[str, Any]) -> list[str]:
             lines.append(f"| {link} | {t} | {v.get('run')} | {v.get('D_p50_ms', '–')} | {v.get('D_p99_ms', '–')} | "
                          f"{v.get('MDR', '–')} | {v.get('ratio_to_tcp_nodelay', '–')} |")
     lines += ["", "Cyclone DDS's own `ddsperf ping 50Hz size 4k` / `pong` with netloop's Cyclone configuration "
-                  "(round trip: median over the seconds of ddsperf's per-second median):", "",
-              "| link | seconds | round trips | RTT p50 [µs] | RTT mean per second [µs] | half RTT [ms] | "
-              "netloop cyclonedds one-way p50 [ms] | ratio (goal ≤ 1.5) |", "|---|---|---|---|---|---|---|---|"]
+                  "(ddsperf prints half the round trip; median over the seconds of its per-second median):", "",
+              "| link | seconds | round trips | half RTT p50 [µs] | its mean per second [µs] | "
+              "netloop cyclonedds one-way p50 [ms] | ratio (goal ≤ 1.5) |", "|---|---|---|---|---|---|---|"]
     for link, d in r.get("ddsperf", {}).items():
         g = r.get("goal", {}).get(link, {})
-        if "rtt_p50_us_median" not in d:
-            lines.append(f"| {link} | {d.get('skipped') or d.get('error')} | | | | | | |")
+        if "half_rtt_us" not in d:
+            lines.append(f"| {link} | {d.get('skipped') or d.get('error')} | | | | | |")
             continue
-        lo, hi = d["rtt_mean_us_range"]
-        lines.append(f"| {link} | {d['seconds']} | {d['round_trips']} | {d['rtt_p50_us_median']} | "
-                     f"{lo:.0f}–{hi:.0f} | {d['half_rtt_ms']} | {g.get('netloop_cyclonedds_one_way_p50_ms', '–')} | "
+        lo, hi = d["half_rtt_mean_us_range"]
+        lines.append(f"| {link} | {d['seconds']} | {d['round_trips']} | {d['half_rtt_us']} | {lo:.0f}–{hi:.0f} | "
+                     f"{g.get('netloop_cyclonedds_one_way_p50_ms', '–')} | "
                      f"{g.get('ratio', '–')}{' (met)' if g.get('meets_goal') else ' (missed)' if g else ''} |")
-    ws = {link: d for link, d in r.get("ddsperf_waitset", {}).items() if "rtt_p50_us_median" in d}
+    ws = {link: d for link, d in r.get("ddsperf_waitset", {}).items() if "half_rtt_us" in d}
     if ws:
         lines += ["", "The same in ddsperf's waitset mode (each sample handed from Cyclone's receive thread to the "
-                      "application's thread, as a netloop node hands it to its event loop): RTT p50 " +
-                  ", ".join(f"{link} {d['rtt_p50_us_median']} µs" for link, d in ws.items()) + "."]
+                      "application's thread, as a netloop node hands it to its event loop): half RTT p50 " +
+                  ", ".join(f"{link} {d['half_rtt_us']} µs" for link, d in ws.items()) + "."]
+    path = ros2_bench_path.markdown(r)
+    if path:
+        lines += [""] + path
     if r.get("echo"):
         lines += ["", "Highest echo rate of the RLC plant/controller pair on loopback (< 1 % unanswered, rate "
                       "within 1 %):", "", "| transport | sustained [Hz] | steps (target → achieved, answered) |",
