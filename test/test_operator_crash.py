@@ -47,8 +47,8 @@ def _kill_mid_run(lab: SshLab, proc, run: str) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     proc.stdout.close()
-    assert wait_for(lambda: not lab.netloop_processes_in("robot") and not lab.processes_in("operator"), 20), \
-        (lab.netloop_processes_in("robot"), lab.processes_in("operator"))
+    assert wait_for(lambda: not lab.ours_in("robot") and not lab.ours_in("operator"), 20), \
+        (lab.ours_in("robot"), lab.ours_in("operator"))
 
 
 def _sent(run_dir: Path) -> int:
@@ -68,7 +68,7 @@ def test_a_killed_operator_loses_nothing_fetch_and_resume_complete_the_campaign(
     out = tmp_path / "out"
     with SshLab("ethernet", tmp_path / "lab") as lab:
         hosts = str(lab.hosts_file())
-        proc = lab.popen_netloop("run", str(exp), "--results", str(out), "--machines", hosts)
+        proc = lab.popen_netloop("run", str(exp), "--out", str(out), "--machines", hosts)
         _kill_mid_run(lab, proc, "tcp-r0")
         (campaign,) = list(out.iterdir())
         killed = campaign / "runs" / "tcp-r0"
@@ -98,7 +98,7 @@ def test_a_killed_operator_loses_nothing_fetch_and_resume_complete_the_campaign(
         assert "record files fetched from" in r.stdout and "1 of 2 cells done, 1 to run" in r.stdout, r.stdout
         assert not Path(second["remote_dir"]).exists()
         assert not any((lab.tmp / "robot_runs").iterdir())         # nothing left on the robot
-        assert lab.netloop_processes_in("robot") == [] and lab.processes_in("operator") == []
+        assert lab.ours_in("robot") == [] and lab.ours_in("operator") == []
 
     # every cell complete; both killed attempts kept, out of the tables, with their records
     for run in ("tcp_nodelay-r0", "tcp-r0"):
