@@ -39,12 +39,13 @@ test-robot: build
 # Whole experiment files as a user runs them, every run for real (root): `netloop reproduce
 # jordan --quick` and `netloop reproduce sanap --quick` (test/test_reproduce_quick.py), the
 # default experiment's `netloop run --quick` (test/test_default_experiment.py), the real loop just
-# inside and outside its computed delay margin (test/test_margin_runs.py), and the real car's
-# teleop over SSH through Wi-Fi stalls of 1-5 s (test/test_heartbeat_stalls.py, ~2 min). .ci/run
-# runs it after make test.
+# inside and outside its computed delay margin (test/test_margin_runs.py), the real car's teleop
+# over SSH through Wi-Fi stalls of 1-5 s (test/test_heartbeat_stalls.py, ~2 min), and a campaign
+# over SSH whose netloop is SIGKILLed, then fetched and resumed (test/test_operator_crash.py,
+# ~40 s). .ci/run runs it after make test.
 test-studies: build
 	@$(ENV) NETLOOP_TEST_STUDIES=1 $(PY) -m pytest test/test_reproduce_quick.py test/test_default_experiment.py \
-	  test/test_margin_runs.py test/test_heartbeat_stalls.py $(PYTEST_ARGS)
+	  test/test_margin_runs.py test/test_heartbeat_stalls.py test/test_operator_crash.py $(PYTEST_ARGS)
 
 run: build
 	@$(ENV) bin/netloop run $(EXPERIMENT)
