@@ -1,7 +1,8 @@
 """An operator that crashes mid-campaign loses nothing (netloop.records_home): ``netloop run``
 SIGKILLed over SSH (the lab of test/sshlab.py), then ``netloop fetch`` brings the killed run's
 records home, ``--resume`` runs it again; killed once more, ``--resume`` fetches by itself.
-Root only (namespaces, sshd)."""
+Root only (namespaces, sshd); four campaigns' worth of netloop runs (30-50 s), so it runs with
+the other whole campaigns: ``make test-studies``."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from sshlab import SshLab  # noqa: E402
 from netloop.polling import wait_for  # noqa: E402
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces and sshd")
+pytestmark = [
+    pytest.mark.skipif(os.environ.get("NETLOOP_TEST_STUDIES") != "1",
+                       reason="a whole campaign killed and resumed: 'make test-studies' (NETLOOP_TEST_STUDIES=1)"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces and sshd"),
+]
 
 #: two cells of 2 s each: a 2 KB message every 20 ms from the robot
 CAMPAIGN = {
