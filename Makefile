@@ -26,22 +26,26 @@ robot:
 
 # A robot made only by `make robot` in a clean Debian 12 root (debootstrap; the base root and
 # apt's packages cached in ~/.cache/netloop/robot-root), started as a namespace host with its own
-# sshd, runs the RLC loop and an echo flow over SSH against this machine, then the same from a
-# user's catkin workspace (root only; .ci/run runs it after make test). Measured on the 2-core CI
-# machine: 2.5-4 min (make robot 1-2 min of it, the runs over SSH ~25 s, the workspace's
-# catkin_make 35-50 s, the more while other work shares the cores; the first time on a machine
-# adds ~40 s of debootstrap and 140 MB of Debian packages).
+# sshd, runs the RLC loop and an echo flow over SSH against this machine, the real car's experiment
+# (experiments/real/teleop_car.yaml --quick, the driver on its fakes: 4 runs, ~70 s), then the echo
+# from a user's catkin workspace; and requirements-robot.txt's files are downloaded from PyPI with
+# their hashes checked (root only; .ci/run runs it after make test). Measured on the 2-core CI
+# machine: 4-6 min (make robot 1-2 min of it, the runs over SSH ~1.5 min, the workspace's
+# catkin_make 35-120 s, the more while other work shares the cores; the first time on a machine
+# adds ~40-90 s of debootstrap and 150 MB of Debian packages).
 test-robot: build
 	@$(ENV) NETLOOP_TEST_ROBOT=1 $(PY) -m pytest test/test_robot_install.py $(PYTEST_ARGS)
 
 # Whole experiment files as a user runs them, every run for real (root): `netloop reproduce
 # jordan --quick` and `netloop reproduce sanap --quick` (test/test_reproduce_quick.py), the
-# default experiment's `netloop run --quick` (test/test_default_experiment.py), and the real loop
-# just inside and outside its computed delay margin (test/test_margin_runs.py). .ci/run runs it
-# after make test.
+# default experiment's `netloop run --quick` (test/test_default_experiment.py), the real loop just
+# inside and outside its computed delay margin (test/test_margin_runs.py), the real car's teleop
+# over SSH through Wi-Fi stalls of 1-5 s (test/test_heartbeat_stalls.py, ~2 min), and a campaign
+# over SSH whose netloop is SIGKILLed, then fetched and resumed (test/test_operator_crash.py,
+# ~40 s). .ci/run runs it after make test.
 test-studies: build
 	@$(ENV) NETLOOP_TEST_STUDIES=1 $(PY) -m pytest test/test_reproduce_quick.py test/test_default_experiment.py \
-	  test/test_margin_runs.py $(PYTEST_ARGS)
+	  test/test_margin_runs.py test/test_heartbeat_stalls.py test/test_operator_crash.py $(PYTEST_ARGS)
 
 run: build
 	@$(ENV) bin/netloop run $(EXPERIMENT)

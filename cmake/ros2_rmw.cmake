@@ -42,6 +42,8 @@ else()
   set_target_properties(netloop_ros2_mw_rmw_fastrtps_cpp PROPERTIES
     LIBRARY_OUTPUT_DIRECTORY ${CATKIN_DEVEL_PREFIX}/lib
     BUILD_RPATH "${_ros2_rpath}" INSTALL_RPATH "${_ros2_rpath}")
+  # Tells the C++ tests this build has the plug-in (test_ros2_cdr.cpp's registry order).
+  target_compile_definitions(netloop_ros2 PUBLIC NETLOOP_ROS2_HAVE_RMW_FASTRTPS_CPP=1)
   install(TARGETS netloop_ros2_mw_rmw_fastrtps_cpp LIBRARY DESTINATION ${CATKIN_PACKAGE_LIB_DESTINATION})
   message(STATUS "netloop: rmw_fastrtps_cpp middleware (rcl of ${_ros2})")
 endif()

@@ -14,16 +14,20 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 common=(build-essential cmake zlib1g-dev python3-venv python3-yaml python3-numpy procps)
+# What the robot's nodes need at run time besides: rosbag (a LIDAR flow's `rosbag play`),
+# topic_tools' relay (the `udp` transport's relays of the teleop loop), nav_msgs' and geometry_msgs'
+# headers (the teleop trial, the car experiment's local baseline, is built there).
 ros_debian=(catkin libroscpp-dev ros-message-generation ros-message-runtime libstd-msgs-dev ros-std-msgs libsensor-msgs-dev
-  libtopic-tools-dev python3-rospy python3-roslaunch python3-rosmaster python3-std-msgs python3-sensor-msgs
-  python3-geometry-msgs python3-nav-msgs python3-catkin-pkg)
+  libgeometry-msgs-dev libnav-msgs-dev libtopic-tools-dev topic-tools python3-rosbag python3-rospy python3-roslaunch
+  python3-rosmaster python3-std-msgs python3-sensor-msgs python3-geometry-msgs python3-nav-msgs python3-catkin-pkg)
 ros_noetic=(ros-noetic-ros-core ros-noetic-message-generation ros-noetic-message-runtime ros-noetic-std-msgs
-  ros-noetic-sensor-msgs ros-noetic-geometry-msgs ros-noetic-nav-msgs ros-noetic-topic-tools)
+  ros-noetic-sensor-msgs ros-noetic-geometry-msgs ros-noetic-nav-msgs ros-noetic-topic-tools ros-noetic-rosbag)
 # The car (car_driver/hardware.py): smbus2 for the PCA9685, lgpio or gpiozero for the motor pins,
 # i2c-tools to see the board. Installed where apt has them; a Python library apt lacks comes from
 # requirements-robot.txt into .venv. The USB camera needs OpenCV, whose Debian package brings
 # about 1.4 GB of libraries (GDAL, VTK, Qt): only with CAMERA=1 (`make robot CAMERA=1`).
-car=(python3-smbus2 python3-lgpio python3-gpiozero i2c-tools)
+# Pillow encodes the camera's JPEG where OpenCV is not installed (the fake camera, CAMERA=0).
+car=(python3-smbus2 python3-lgpio python3-gpiozero i2c-tools python3-pil)
 [ "${CAMERA:-0}" = 1 ] && car+=(python3-opencv)
 
 if [ -f /opt/ros/noetic/setup.sh ]; then
@@ -69,16 +73,23 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "robot_setup: creating $venv from /usr/bin/python3 (with system site-packages)"
   /usr/bin/python3 -m venv --system-site-packages "$venv"
 fi
-# requirements-robot.txt: a line whose module is importable (from apt) is left out
+# requirements-robot.txt: a line whose module is importable (from apt) is left out; the others are
+# installed with their hashes checked (--require-hashes: a file PyPI serves that differs from the
+# one pinned is refused) and no dependency but those listed (--no-deps)
 want=()
 while read -r line; do
-  spec=${line%%#*}; spec=${spec//[[:space:]]/}
+  spec=${line%%#*}; spec=$(sed 's/^[[:space:]]*//; s/[[:space:]]*$//' <<<"$spec")
   [ -n "$spec" ] || continue
+  name=${spec%%[=[:space:]]*}
   module=$(sed -n 's/.*#[[:space:]]*\([A-Za-z0-9_]*\):.*/\1/p' <<<"$line")
-  "$venv/bin/python" -c "import ${module:-${spec%%=*}}" 2>/dev/null || want+=("$spec")
+  "$venv/bin/python" -c "import ${module:-$name}" 2>/dev/null || want+=("$spec")
 done < requirements-robot.txt
 if [ ${#want[@]} -gt 0 ]; then
-  echo "robot_setup: installing into $venv from PyPI: ${want[*]}"
-  "$venv/bin/pip" install -q --disable-pip-version-check "${want[@]}"
+  echo "robot_setup: installing into $venv from PyPI (hashes checked): ${want[*]%% *}"
+  wanted=$(mktemp)
+  printf '%s\n' "${want[@]}" > "$wanted"
+  "$venv/bin/pip" install -q --disable-pip-version-check --require-hashes --no-deps -r "$wanted" ||
+    { rm -f "$wanted"; exit 1; }
+  rm -f "$wanted"
 fi
 echo "robot_setup: all dependencies present"

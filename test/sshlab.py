@@ -143,6 +143,11 @@ class SshLab:
         until TCP gives up): what netloop started there."""
         return [c for c in self.processes_in(host) if not c.startswith("sshd:")]
 
+    def ours_in(self, host: str) -> list[str]:
+        """:meth:`netloop_processes_in` but packet captures (``tcpdump``), which a tool of this
+        shared machine may run in any namespace it sees: what netloop left there."""
+        return [c for c in self.netloop_processes_in(host) if not c.startswith("tcpdump ")]
+
     def silence(self, hosts: list[str] | None = None, start: float = 0.0, duration: float = 10.0):
         """A :class:`netloop.faults.FaultSchedule` for this lab's link, from an experiment's
         ``faults:`` entry (``hosts`` silent for ``duration`` s, ``start`` s after its start());
@@ -155,6 +160,21 @@ class SshLab:
                                    "faults": [{"at": start, "duration": duration, "hosts": hosts or []}]},
                                   name="silence")
         return FaultSchedule(exp.faults, self.testbed, log=lambda _: None)
+
+
+#: Debian's multiarch folder of each machine (``uname -m``): where its shared libraries live
+MULTIARCH = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu", "armv7l": "arm-linux-gnueabihf",
+             "armv6l": "arm-linux-gnueabihf", "i686": "i386-linux-gnu"}
+
+
+def faketime_library(machine: str | None = None, root: str = "/") -> str:
+    """The path of Debian's libfaketime (package faketime) for ``machine`` (default this one's):
+    ``/usr/lib/<multiarch>/faketime/libfaketime.so.1``, e.g. x86_64-linux-gnu on a PC and
+    aarch64-linux-gnu on a 64-bit Raspberry Pi OS; whether it is there or not."""
+    import platform  # noqa: PLC0415
+    machine = machine or platform.machine()
+    triplet = MULTIARCH.get(machine, f"{machine}-linux-gnu")
+    return str(Path(root) / "usr" / "lib" / triplet / "faketime" / "libfaketime.so.1")
 
 
 def env_without_ros() -> dict[str, str]:

@@ -1,7 +1,8 @@
 """An operator that crashes mid-campaign loses nothing (netloop.records_home): ``netloop run``
 SIGKILLed over SSH (the lab of test/sshlab.py), then ``netloop fetch`` brings the killed run's
 records home, ``--resume`` runs it again; killed once more, ``--resume`` fetches by itself.
-Root only (namespaces, sshd)."""
+Root only (namespaces, sshd); four campaigns' worth of netloop runs (30-50 s), so it runs with
+the other whole campaigns: ``make test-studies``."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from sshlab import SshLab  # noqa: E402
 from netloop.polling import wait_for  # noqa: E402
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces and sshd")
+pytestmark = [
+    pytest.mark.skipif(os.environ.get("NETLOOP_TEST_STUDIES") != "1",
+                       reason="a whole campaign killed and resumed: 'make test-studies' (NETLOOP_TEST_STUDIES=1)"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces and sshd"),
+]
 
 #: two cells of 2 s each: a 2 KB message every 20 ms from the robot
 CAMPAIGN = {
@@ -47,8 +52,8 @@ def _kill_mid_run(lab: SshLab, proc, run: str) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     proc.stdout.close()
-    assert wait_for(lambda: not lab.netloop_processes_in("robot") and not lab.processes_in("operator"), 20), \
-        (lab.netloop_processes_in("robot"), lab.processes_in("operator"))
+    assert wait_for(lambda: not lab.ours_in("robot") and not lab.ours_in("operator"), 20), \
+        (lab.ours_in("robot"), lab.ours_in("operator"))
 
 
 def _sent(run_dir: Path) -> int:
@@ -68,7 +73,7 @@ def test_a_killed_operator_loses_nothing_fetch_and_resume_complete_the_campaign(
     out = tmp_path / "out"
     with SshLab("ethernet", tmp_path / "lab") as lab:
         hosts = str(lab.hosts_file())
-        proc = lab.popen_netloop("run", str(exp), "--results", str(out), "--machines", hosts)
+        proc = lab.popen_netloop("run", str(exp), "--out", str(out), "--machines", hosts)
         _kill_mid_run(lab, proc, "tcp-r0")
         (campaign,) = list(out.iterdir())
         killed = campaign / "runs" / "tcp-r0"
@@ -98,7 +103,7 @@ def test_a_killed_operator_loses_nothing_fetch_and_resume_complete_the_campaign(
         assert "record files fetched from" in r.stdout and "1 of 2 cells done, 1 to run" in r.stdout, r.stdout
         assert not Path(second["remote_dir"]).exists()
         assert not any((lab.tmp / "robot_runs").iterdir())         # nothing left on the robot
-        assert lab.netloop_processes_in("robot") == [] and lab.processes_in("operator") == []
+        assert lab.ours_in("robot") == [] and lab.ours_in("operator") == []
 
     # every cell complete; both killed attempts kept, out of the tables, with their records
     for run in ("tcp_nodelay-r0", "tcp-r0"):

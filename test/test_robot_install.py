@@ -29,6 +29,7 @@ import yaml
 from netloop import paths
 from netloop.analysis.report import analyse_run
 from netloop.analysis.rlc_result import rlc_loop
+from netloop.analysis.teleop_run import teleop_result
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sshlab import SshLab  # noqa: E402
@@ -227,14 +228,16 @@ def test_make_robot_installs_and_builds_only_what_runs_on_a_robot(robot):
     nodes = {p.name for p in (devel / "lib" / "netloop").iterdir()}
     assert {"rlc_plant", "loop_controller", "flow_source", "flow_sink", "nimbro_udp_sender", "nimbro_tcp_sender",
             "nimbro_udp_receiver", "nimbro_tcp_receiver", "priority_relay"} <= nodes
-    assert not {"netloop_wifi_link", "netloop_cpp_tests", "ros2_bridge", "netloop_ros2_info", "teleop_trial"} & nodes
+    assert "teleop_trial" in nodes                         # the car experiment's local baseline runs there
+    assert not {"netloop_wifi_link", "netloop_cpp_tests", "ros2_bridge", "netloop_ros2_info"} & nodes
     assert not (devel / "lib" / "libnetloop_ros2.so").exists()
     info = dict(line.split("=", 1) for line in (devel / "share" / "netloop" / "build_info.txt").read_text().split())
     clean = "0" if os.environ.get("NETLOOP_TEST_ROBOT_WORKTREE") != "1" else info["dirty"]
     assert info["robot_only"] == "1" and info["revision"] == robot.revision and info["dirty"] == clean, info
     installed = robot.run("dpkg-query -W -f='${Package} ${Status}\\n' | sed -n 's/ install ok installed$//p'").stdout.split()
     assert not set(NOT_ON_A_ROBOT) & set(installed), set(NOT_ON_A_ROBOT) & set(installed)
-    assert {"python3-rospy", "python3-yaml", "python3-smbus2", "python3-gpiozero", "libroscpp-dev"} <= set(installed)
+    assert {"python3-rospy", "python3-yaml", "python3-smbus2", "python3-gpiozero", "libroscpp-dev",
+            "python3-rosbag", "topic-tools", "python3-pil"} <= set(installed)   # the LIDAR replay, udp's relays, JPEG
     # the robot-side Python and the car's libraries, with the Python the nodes run with
     r = robot.run(f"cd {CHECKOUT} && . scripts/env.sh && .venv/bin/python -c '"
                   "import yaml, rospy, smbus2, gpiozero, netloop.remote_exec, netloop.clocksync, netloop.msg\n"
@@ -332,3 +335,55 @@ def test_a_users_catkin_workspace_is_checked_and_runs(robot, tmp_path):
     assert f"the workspace {HOME}/empty_ws is not built" in lines[0] and "catkin_make" in lines[0], lines
     assert f"no netloop sources at {HOME}/empty_ws/src/netloop" in lines[1], lines
     assert refused_missing.returncode == 2 and f"no catkin workspace at {HOME}/no_ws" in refused_missing.stderr
+
+
+def test_the_real_car_experiment_runs_every_cell_on_the_robot_over_ssh(robot, tmp_path):
+    """experiments/real/teleop_car.yaml as shipped, --quick, with the car's driver on its
+    register-level fakes (the one change): every transport it lists (tcp, tcp_nodelay, and udp
+    with topic_tools' relays on the robot), the local baseline (the trial on the robot), the
+    camera and the LIDAR bag replayed by rosbag on the robot. Every run complete, the car's
+    fail-safe stop ran on the robot after every run and stopped the fake board."""
+    doc = yaml.safe_load((paths.REPO / "experiments" / "real" / "teleop_car.yaml").read_text())
+    doc["loop"]["teleop"]["sim"]["hardware"] = "fake"
+    exp = tmp_path / "teleop_car.yaml"
+    exp.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with ChrootLab("ethernet", tmp_path / "lab", robot) as lab:
+        t0 = time.monotonic()
+        r = lab.netloop("run", str(exp), "--quick", "--out", str(tmp_path / "out"), "--machines",
+                        str(lab.hosts_file()), timeout=900)
+        TIMES["the car experiment over SSH, --quick (4 runs)"] = time.monotonic() - t0
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        assert lab.ours_in("robot") == [] and lab.ours_in("operator") == []
+    (campaign,) = list((tmp_path / "out").iterdir())
+    runs = sorted(p.name for p in (campaign / "runs").iterdir())
+    assert runs == ["tcp-r0", "tcp__trial=robot-r0", "tcp_nodelay-r0", "udp-r0"], runs
+    for run in runs:
+        run_dir = campaign / "runs" / run
+        meta = json.loads((run_dir / "metadata.json").read_text())
+        assert meta["status"] == "complete", (run, meta.get("error"))
+        assert "10.77.0.1" in meta["node_uris"]["/car_driver"], meta["node_uris"]
+        on_robot = "10.77.0.1" in meta["node_uris"]["/trial"]
+        assert on_robot == (run == "tcp__trial=robot-r0"), (run, meta["node_uris"]["/trial"])
+        if run == "udp-r0":     # topic_tools' relays on the robot carry the loop's topics
+            assert "/odom_relay" in meta["node_uris"] and "10.77.0.1" in meta["node_uris"]["/odom_relay"]
+        failsafe = json.loads((run_dir / "logs" / "remote_exec_robot" / "car_failsafe.json").read_text())
+        assert failsafe["stopped"] and failsafe["hardware"] == "fake", failsafe
+        result = analyse_run(run_dir)
+        teleop = teleop_result(result)
+        assert teleop.ok, (run, teleop.problems)
+        flows = {f.flow: f for f in result.flows}
+        assert set(flows) == {"camera", "lidar"}, flows
+        for flow in flows.values():     # JPEG frames of the fake camera, the bag replayed by rosbag there
+            assert flow.ok and flow.sent >= 20 and flow.MDR > 0.9, (run, flow.flow, flow.sent, flow.MDR)
+
+
+def test_the_robots_pip_packages_are_pinned_with_the_hashes_pypi_serves(tmp_path):
+    """requirements-robot.txt with --require-hashes: each release's wheel and its source archive
+    downloaded from PyPI (pip's own client) match the pinned sha256."""
+    req = str(paths.REPO / "requirements-robot.txt")
+    for kind, extra in (("wheels", []), ("sources", ["--no-binary", ":all:"])):
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--require-hashes", "--no-deps",
+                            "--no-cache-dir", "-r", req, "-d", str(tmp_path / kind), *extra],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert len(list((tmp_path / kind).iterdir())) == 3, list((tmp_path / kind).iterdir())

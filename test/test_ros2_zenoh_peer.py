@@ -7,10 +7,13 @@ format written down below from rmw_zenoh_cpp 0.2.10 (ROS 2 Jazzy; ros2-gbp/rmw_z
 tag release/jazzy/rmw_zenoh_cpp/0.2.10-1), not from netloop's code. Checked: the key expression
 (domain, topic, DDS type, RIHS01 hash), the payload (the CDR bytes unchanged), the attachment of
 every sample, the node's and the endpoints' tokens as rmw_zenoh's graph cache parses them (so
-`ros2 node list` / `ros2 topic list -t` on rmw_zenoh would list them), and that netloop counts a
-ROS 2 node's tokens as matches. Loopback only, explicit TCP endpoints (no scouting).
+`ros2 node list` / `ros2 topic list -t` on rmw_zenoh would list them), that netloop counts a
+ROS 2 node's tokens as matches, and (as root: a packet socket on lo) that a best-effort publisher's
+samples leave in best-effort frames as rmw_zenoh_cpp 0.2.10's do. Loopback only, explicit TCP
+endpoints (no scouting).
 """
 
+import os
 import socket
 import subprocess
 import threading
@@ -42,6 +45,12 @@ STRING_HASH = names.type_hash("std_msgs/String")
 # publisher's GID (16 bytes, written with its length).
 QOS_DEFAULT_PROFILE = "::,10:,:,:,,"      # reliable, volatile, keep last 10 (ROS 2's default)
 QOS_SENSOR_DATA = "2::,5:,:,:,,"          # best effort, volatile, keep last 5
+# rmw_publisher_data.cpp (0.2.3 on, through 0.2.10), PublisherData::make: congestion control drop,
+# reliability Z_RELIABILITY_RELIABLE for a reliable QoS (and block for reliable + KEEP_ALL),
+# Z_RELIABILITY_BEST_EFFORT for best effort. On the wire (Zenoh 1.x, a TCP link): every batch is
+# its length (2 bytes, little endian) and transport messages; a FRAME's header is 0x05 with flag
+# R (0x20) for the reliable channel (zenoh-protocol's transport/frame.rs).
+FRAME_ID, FRAME_RELIABLE, HEADER_ID_MASK = 0x05, 0x20, 0x1F
 
 
 def _mangle(name):
@@ -134,6 +143,54 @@ def _require_zenoh_build():
     if why:
         pytest.skip(why)
     assert PUB.exists(), f"{PUB} is missing from a build with the zenoh middleware"
+
+
+class StreamCapture:
+    """The TCP bytes sent to ``port`` on lo, captured by a packet socket (root) while it runs."""
+
+    def __init__(self, port):
+        self.port, self.data, self.seen = port, bytearray(), set()
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))   # ETH_P_ALL
+        self.sock.bind(("lo", 0))
+        self.sock.settimeout(0.1)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop.is_set():
+            try:
+                frame, addr = self.sock.recvfrom(65535)
+            except socket.timeout:
+                continue
+            if addr[2] == socket.PACKET_OUTGOING:   # lo shows each packet leaving and arriving
+                continue
+            ip = frame[14:]
+            if ip[0] >> 4 != 4 or ip[9] != 6:
+                continue
+            ihl, total = (ip[0] & 0x0F) * 4, int.from_bytes(ip[2:4], "big")
+            tcp = ip[ihl:total]
+            seq = int.from_bytes(tcp[4:8], "big")
+            payload = tcp[(tcp[12] >> 4) * 4:]
+            if int.from_bytes(tcp[2:4], "big") == self.port and payload and seq not in self.seen:
+                self.seen.add(seq)
+                self.data += payload
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+    def batch_heads(self):
+        """The first transport message header of every Zenoh batch of the stream."""
+        heads, i, data = [], 0, bytes(self.data)
+        while i + 2 < len(data):
+            n = int.from_bytes(data[i:i + 2], "little")
+            if n == 0:
+                break
+            heads.append(data[i + 2])
+            i += 2 + n
+        return heads
 
 
 # --- the tests --------------------------------------------------------------------------------
@@ -249,3 +306,32 @@ def test_netloop_receives_a_ros2_talker_on_rmw_zenoh(tmp_path):
     assert [e["kind"] for e in seen if e["kind"] == "NN"] == ["NN"] and len(subs) == 1, seen
     assert (subs[0]["topic"], ros_type_name(subs[0]["type"]), subs[0]["type_hash"], subs[0]["qos"]) == (
         "/from_python", "std_msgs/msg/String", STRING_HASH, QOS_DEFAULT_PROFILE)
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for a packet socket on lo")
+def test_best_effort_samples_leave_in_best_effort_frames(tmp_path):
+    """As rmw_zenoh_cpp 0.2.3-0.2.10: a best-effort publisher's samples go on Zenoh's best-effort
+    channel (FRAME without flag R), a reliable one's on the reliable channel; read off the TCP
+    stream to the peer (a sample every 100 ms leaves in a batch of its own)."""
+    _require_zenoh_build()
+    count = 5
+    frames = {}
+    for reliability in ("reliable", "best_effort"):
+        conf, config = _sessions(tmp_path, reliability)
+        port = int(config.read_text().split("tcp/127.0.0.1:")[1].split('"')[0])
+        capture = StreamCapture(port)
+        try:
+            with zenoh.open(conf) as session:
+                key = names.zenoh_key_expr(0, "/chatter", "std_msgs/String", STRING_HASH)
+                sub = session.declare_subscriber(key, lambda sample: None)
+                res = subprocess.run([str(PUB), str(config), "0", "/chatter", "std_msgs/String", STRING_HASH,
+                                      "hello", str(count), reliability], capture_output=True, text=True, timeout=60)
+                sub.undeclare()
+        finally:
+            capture.close()
+        assert res.returncode == 0 and f"samples_sent {count}" in res.stdout, res.stdout + res.stderr
+        heads = [h for h in capture.batch_heads() if h & HEADER_ID_MASK == FRAME_ID]
+        frames[reliability] = (sum(1 for h in heads if h & FRAME_RELIABLE), sum(1 for h in heads if not h & FRAME_RELIABLE))
+    assert frames["reliable"][1] == 0 and frames["reliable"][0] >= count, frames
+    assert frames["best_effort"][1] >= count, frames

@@ -355,13 +355,6 @@ def test_zenoh_warns_of_messages_its_congestion_control_drops():
         {"transport": "zenoh", "link": "ethernet", "flows": [big]}, name="x")) if "zenoh" in w]
 
 
-def test_zenoh_warns_that_best_effort_changes_nothing_on_its_wire():
-    cfg = validate_experiment({"transport": "zenoh", "transport_options": {"zenoh": {"qos": "sensor_data"}},
-                               "loop": {"qos": {"reliability": "best_effort"}}}, name="x")
-    (warning,) = [w for w in experiment_warnings(cfg) if "best_effort" in w]
-    assert "loop.qos" in warning and "transport_options.zenoh.qos" in warning and "rmw_zenoh" in warning
-
-
 def test_transport_all_leaves_out_a_middleware_the_build_lacks_and_says_so(monkeypatch):
     """`transport: all` on a build without zenoh (no Rust >= 1.75 there) runs every other
     transport and warns why zenoh is left out; naming zenoh itself is still refused at the run's

@@ -122,7 +122,7 @@ def _cmd_run(args) -> int:
             if args.clean_stale:
                 from .machines import clean_stale_machines  # noqa: PLC0415
                 clean_stale_machines(cfg.machines)
-            runner.check_machines(cfg)
+            runner.check_machines(cfg, skip=args.skip_check)
         runner.run_experiment(cfg, out, resume=bool(args.resume), shard=shard)
     except RealHostsError as err:
         print(f"netloop: {err}", file=sys.stderr)
@@ -221,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clean-stale", action="store_true",
                    help="real machines: first stop netloop processes an earlier run left running on them "
                         "(without it such processes refuse the run)")
+    from .prerun_checks import add_flag as add_skip_check   # --skip-check NAME: the pre-run checks
+    add_skip_check(p)
     opt.renamed(p, "--results", opt.OUT)
     p.set_defaults(func=_cmd_run)
 

@@ -20,23 +20,40 @@ how true: a path whose two directions differ by ``a`` shifts every exchange by `
 which no spread shows and only the bound covers.
 
 The far end is ``python -m netloop.clocksync serve``, started over SSH like every other
-process of a run; it answers until it has been idle for ``--idle`` seconds.
+process of a run; it answers the operator's address only (``--allow`` and the SSH session's
+client), until it has been idle for ``--idle`` seconds.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import struct
 import sys
 import time
+from typing import Iterable
 
 _REQUEST = struct.Struct("!Qq")      # seq, t0 [ns]
 _REPLY = struct.Struct("!Qqqq")      # seq, t0, t1, t2 [ns]
 
 
-def serve(bind: str = "0.0.0.0", port: int = 0, idle: float = 30.0, out=sys.stdout) -> None:
-    """Answer requests on UDP ``bind:port`` (0: any free port, printed as ``port N``)."""
+def allowed_sources(given: Iterable[str] = ()) -> set:
+    """The addresses a run's UDP servers on a robot answer: ``given`` (the operator's, from the
+    hosts file) and the address this process's SSH session comes from (``SSH_CLIENT``: the
+    operator as this machine sees it). Empty (answer anyone) only when neither is known."""
+    allowed = {a for a in given if a}
+    client = os.environ.get("SSH_CLIENT", "").split()
+    if client:
+        allowed.add(client[0])
+    return allowed
+
+
+def serve(bind: str = "0.0.0.0", port: int = 0, idle: float = 30.0, out=sys.stdout,
+          allow: Iterable[str] = ()) -> None:
+    """Answer requests on UDP ``bind:port`` (0: any free port, printed as ``port N``), from the
+    operator only (:func:`allowed_sources`); a request from any other address gets no answer."""
+    allowed = allowed_sources(allow)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.bind((bind, port))
         sock.settimeout(idle)
@@ -47,7 +64,7 @@ def serve(bind: str = "0.0.0.0", port: int = 0, idle: float = 30.0, out=sys.stdo
             except socket.timeout:
                 return
             t1 = time.time_ns()
-            if len(data) != _REQUEST.size:
+            if len(data) != _REQUEST.size or (allowed and peer[0] not in allowed):
                 continue
             seq, t0 = _REQUEST.unpack(data)
             sock.sendto(_REPLY.pack(seq, t0, t1, time.time_ns()), peer)
@@ -140,13 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--bind", default="0.0.0.0")
     s.add_argument("--port", type=int, default=0)
     s.add_argument("--idle", type=float, default=30.0, help="exit after this many idle seconds [30]")
+    s.add_argument("--allow", action="append", default=[],
+                   help="answer this address (repeatable; the SSH session's client is answered too; "
+                        "neither given: anyone)")
     m = sub.add_parser("measure", help="measure the offset of a server's clock against this one")
     m.add_argument("address")
     m.add_argument("port", type=int)
     m.add_argument("--count", type=int, default=16)
     args = parser.parse_args(argv)
     if args.command == "serve":
-        serve(args.bind, args.port, args.idle)
+        serve(args.bind, args.port, args.idle, allow=args.allow)
     else:
         import json  # noqa: PLC0415
         print(json.dumps(measure(args.address, args.port, args.count)))

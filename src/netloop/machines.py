@@ -57,6 +57,7 @@ from .hosts import Hosts, read_here
 from .hosts_file import AFTER_DRIVER_S, Machine, Machines, load_machines
 from .schema import ConfigError
 from .machine_readiness import STALE_WAIT_S
+from .remote_session import RemoteSession
 from .ssh import SSH_LOST, RealHostsError, SshPool, destination, ssh_argv, ssh_problem
 
 __all__ = ["RealHosts", "RealHostsError", "SSH_LOST", "clean_stale_machines", "load_machines", "ssh_argv"]
@@ -119,6 +120,10 @@ class RealHosts(Hosts):
         #: called once every machine's record folder is named in ``records_home``, before
         #: anything starts on a machine (the run writes its metadata.json then)
         self.on_records_named: Callable[[], None] | None = None
+        #: the run's UDP heartbeat: its datagrams, and each machine's listener
+        #: what the run keeps on each remote machine besides its nodes: private files, the
+        #: heartbeat's listener
+        self.session = RemoteSession(self)
 
     # --- the Hosts interface -------------------------------------------------------------
     @property
@@ -180,11 +185,12 @@ class RealHosts(Hosts):
         return value
 
     def command(self, host: str, argv: list[str], env: dict[str, str] | None,
-                silence: float | None = None) -> tuple[list[str], dict | None, bool]:
+                silence: float | None = None, record: bool = True) -> tuple[list[str], dict | None, bool]:
         """(argv, env, remote) that start ``argv`` on ``host`` with ``env``'s ROS settings. On a
         remote machine the node stops when the operator's heartbeat is silent for ``silence``
         seconds (default: the machine's ``heartbeat_timeout``, a second more for all but the
-        car driver; 0: never, for a process that ends by itself)."""
+        car driver; 0: never, for a process that ends by itself); its wrapper records why it
+        ended in the run's folder there (``record``: False for a check outside a run)."""
         machine = self.machine(host)
         env = dict(env or os.environ)
         if machine.local:
@@ -193,10 +199,11 @@ class RealHosts(Hosts):
         if silence is None:
             driver = any(str(a).endswith(DRIVERS) for a in argv)
             silence = machine.heartbeat_timeout + (0.0 if driver else AFTER_DRIVER_S)
-        words = [*machine_check.wrapper(machine, self.root(host)), f"--run={self.label}", f"--silence={silence:g}",
-                 f"--record={self.remote_run_dir(host)}/logs/remote_exec"]
+        words = [*machine_check.wrapper(machine, self.root(host)), f"--run={self.label}", f"--silence={silence:g}"]
+        if record:
+            words.append(f"--record={self.remote_run_dir(host)}/logs/remote_exec")
+        words += self.session.wrapper_words(host)   # the heartbeat's file, the env: file
         passed = {k: self.translate(host, env[k]) for k in PASSED_ENV if k in env}
-        passed.update(machine.env)
         words += [f"--env={k}={v}" for k, v in passed.items()]
         words += ["--", *[self.translate(host, a) for a in argv]]
         try:
@@ -255,11 +262,15 @@ class RealHosts(Hosts):
                 if self.is_remote(host):
                     self._ssh(host, f"mkdir -p {shlex.quote(self.remote_run_dir(host))}/records "
                                     f"{shlex.quote(self.remote_run_dir(host))}/logs/ros")
+                    self.session.write_env_file(host)
         except BaseException:
             self.close_connections()
             raise
         self._is_up = True
         try:
+            for host in self.hosts:
+                if self.is_remote(host) and self.machine(host).heartbeat_udp:
+                    self.session.start_listener(host)
             self.measure_clocks("before")
         except BaseException:
             self.down()   # what up() made on the machines is removed; __exit__ will not run
@@ -282,6 +293,7 @@ class RealHosts(Hosts):
             return
         self._is_up = False
         try:
+            self.session.stop_listeners()
             try:
                 self.measure_clocks("after")
             except Exception as exc:  # noqa: BLE001 - the records matter more than the second clock reading
@@ -321,7 +333,7 @@ class RealHosts(Hosts):
                 entry[when] = {"offset_ms": 0.0, "uncertainty_ms": 0.0, "at": round(time.time(), 3),
                                "samples": 0, "same_clock": True}
                 continue
-            entry[when] = m = self._measure_clock(host)
+            entry[when] = m = self.measure_clock(host)
             entry["drift_ppm"] = clocksync.drift_ppm(entry.get("before"), entry.get("after"))
             if abs(m["offset_ms"]) > CLOCK_WARN_MS and when == "before":
                 line = (f"{host}'s clock is {m['offset_ms']:+.1f} ms off this machine's: delays are corrected, but "
@@ -329,9 +341,13 @@ class RealHosts(Hosts):
                 self.warnings.append(line)
                 self.log(f"warning: {line}")
 
-    def _measure_clock(self, host: str) -> dict:
+    def measure_clock(self, host: str, count: int | None = None, record: bool = True) -> dict:
+        """One clock measurement of ``host`` (``count`` exchanges, default ``clock_samples``):
+        its server started there over SSH (``record``: see :meth:`command`),
+        :func:`netloop.clocksync.measure` here."""
         argv, env, _ = self.command(host, ["python3", "-m", "netloop.clocksync", "serve", "--bind",
-                                           self.address(host), "--idle", "20"], {}, silence=0)
+                                           self.address(host), "--idle", "20", *self.session.allow()], {}, silence=0,
+                                    record=record)
         server = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
         try:
@@ -339,7 +355,8 @@ class RealHosts(Hosts):
             if not line.startswith("port "):
                 server.wait(timeout=10)
                 raise RuntimeError(f"clock server on {host} did not start: {server.stderr.read().strip()[-300:]}")
-            return clocksync.measure(self.address(host), int(line.split()[1]), count=self.machines.clock_samples)
+            return clocksync.measure(self.address(host), int(line.split()[1]),
+                                     count=count or self.machines.clock_samples)
         finally:
             server.stdin.close()      # the remote end stops it
             try:
@@ -379,19 +396,25 @@ class RealHosts(Hosts):
             if not self.keep_connections:
                 self.close_connections()
 
-    def _ssh_run(self, host: str, command: str, timeout: float = 60, stdin=None) -> subprocess.CompletedProcess:
+    def _ssh_run(self, host: str, command: str, timeout: float = 60, stdin=None,
+                 data: bytes | None = None) -> subprocess.CompletedProcess:
         """``command`` run by the shell of ``host`` over its SSH connection (exit status 255 and
-        ssh's words when the connection could not be opened)."""
+        ssh's words when the connection could not be opened); ``stdin`` a file to read, or
+        ``data`` the bytes, as its standard input."""
         try:
             control = self.control(host)
         except ConnectionError as err:
             return subprocess.CompletedProcess([], SSH_LOST, "", str(err))
-        return subprocess.run(ssh_argv(self.machine(host), control) + [command],
-                              stdin=stdin if stdin is not None else subprocess.DEVNULL,
+        argv = ssh_argv(self.machine(host), control) + [command]
+        if data is not None:
+            r = subprocess.run(argv, input=data, capture_output=True, timeout=timeout)
+            return subprocess.CompletedProcess(argv, r.returncode, r.stdout.decode(errors="replace"),
+                                               r.stderr.decode(errors="replace"))
+        return subprocess.run(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL,
                               capture_output=True, text=stdin is None, timeout=timeout)
 
-    def _ssh(self, host: str, command: str) -> str:
-        r = self._ssh_run(host, command)
+    def _ssh(self, host: str, command: str, data: bytes | None = None) -> str:
+        r = self._ssh_run(host, command, data=data)
         if r.returncode != 0:
             if r.returncode == SSH_LOST:
                 raise RealHostsError([ssh_problem(host, self.machine(host), r.stderr)])

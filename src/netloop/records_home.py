@@ -91,12 +91,21 @@ def _watchdog_stops(hosts: "RealHosts", host: str, directory: Path) -> list[dict
                                         f"{'; '.join(rec.get('errors') or [])} ({path.relative_to(hosts.run_dir)})")
         if rec.get("kind") != "heartbeat":
             continue
-        command = os.path.basename(str((rec.get("command") or ["?"])[0]))
+        command = _command_name(rec.get("command") or ["?"])
         out.append({"command": command, "reason": rec.get("reason"), "stopped": rec.get("stopped"),
                     "record": str(path.relative_to(hosts.run_dir))})
         hosts.fetch_problems.append(f"{host}: netloop-remote-exec stopped {command}: {rec.get('reason')} "
                                    f"({path.relative_to(hosts.run_dir)})")
     return out
+
+
+def _command_name(argv: list) -> str:
+    """What a wrapper's record calls its command: the program's name, or the module of a
+    ``python -m`` (the heartbeat's listener: ``netloop.heartbeat``, not ``python3``)."""
+    name = os.path.basename(str(argv[0]))
+    if name.startswith("python") and len(argv) > 2 and argv[1] == "-m":
+        return str(argv[2])
+    return name
 
 
 def _campaign_name(run_dir: Path) -> str:

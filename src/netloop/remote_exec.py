@@ -1,25 +1,29 @@
 """The remote end of a process started over SSH: runs one command and ties its life to the
 SSH connection (the far side of :mod:`netloop.machines`).
 
-``ssh robot <root>/bin/netloop-remote-exec [--env K=V ...] [--grace S] [--silence S]
-[--record DIR] [--run LABEL] -- argv...`` starts ``argv`` in its own process group with the
-given environment, its output going back through SSH. The command is stopped — SIGINT
+``ssh robot <root>/bin/netloop-remote-exec [--env K=V ...] [--env-file F] [--grace S] [--silence S]
+[--heartbeat-file F] [--record DIR] [--run LABEL] -- argv...`` starts ``argv`` in its own process
+group with the given environment (``--env-file``: a JSON object of more variables, for values
+that must not show in ``ps``), its output going back through SSH. The command is stopped — SIGINT
 (what roscpp and rospy expect; the car driver turns its PWM off on it), then SIGTERM, then
 SIGKILL, ``--grace``, 2 and 2 seconds apart; on a silent heartbeat SIGKILL follows SIGINT's
 grace directly — as soon as any of these happens:
 
 * its standard input ends: the operator closed it to stop the node, or sshd closed the
   session after the SSH connection was lost;
-* nothing came on its standard input for ``--silence`` seconds: the operator writes a
-  heartbeat (a byte a second) to every remote process; when the network goes silent, TCP
-  keeps the SSH session open for minutes and standard input never ends, so this is what
-  stops a car whose operator is gone;
+* nothing came from the operator for ``--silence`` seconds: it writes a heartbeat (a byte a
+  second) to every remote process's standard input, and sends datagrams every 0.2 s that the
+  run's listener writes into ``--heartbeat-file`` (:mod:`netloop.heartbeat`: they do not wait
+  on TCP's retransmission backoff after a stall); when the network goes silent, TCP keeps the
+  SSH session open for minutes and standard input never ends, so this is what stops a car
+  whose operator is gone;
 * this process gets SIGINT, SIGTERM or SIGHUP.
 
 With ``--record DIR`` it writes why it ended, as ``DIR/<command>-<pid>.json`` ({'command',
 'run', 'pid', 'kind': exited | stdin_closed | heartbeat | signal, 'reason', 'silence_s',
-'started', 'signalled' (when it was sent SIGINT), 'stopped', 'exit_status'}: times are
-this machine's time.time()); the operator fetches it home with the run's records.
+'started', 'signalled' (when it was sent SIGINT), 'stopped', 'exit_status', 'longest_silence_s'
+(the longest the operator was silent while the command ran, as seen here, polled every 50 ms)}:
+times are this machine's time.time()); the operator fetches it home with the run's records.
 ``--run`` names the run (shown by ``ps``: how a later run finds processes left over).
 
 The exit status is the command's (128 + signal number when a signal ended it). This is not
@@ -38,6 +42,8 @@ import sys
 import threading
 import time
 from typing import List, Optional
+
+from .heartbeat import last_beat
 
 _PR_SET_PDEATHSIG = 1
 
@@ -71,6 +77,13 @@ def _stop(child: subprocess.Popen, grace: float, why: str, term: bool = True) ->
             continue
 
 
+def _last_heard(on_stdin: float, heartbeat_file: Optional[str]) -> float:
+    """When the operator was last heard: the later of the last byte on standard input and the
+    last UDP heartbeat (``time.monotonic()``)."""
+    udp = last_beat(heartbeat_file) if heartbeat_file else None
+    return on_stdin if udp is None else max(on_stdin, udp)
+
+
 def _write_record(directory: str, record: dict) -> None:
     """``directory/<command>-<pid>.json``, written whole (a temporary file renamed)."""
     try:
@@ -93,6 +106,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--silence", type=float, default=0.0,
                         help="stop the command after this many seconds without a byte on standard input "
                              "(the operator's heartbeat); 0: never [0]")
+    parser.add_argument("--heartbeat-file", default=None, metavar="FILE",
+                        help="the run's UDP heartbeat file (netloop.heartbeat): a datagram counts as heard too")
+    parser.add_argument("--env-file", default=None, metavar="FILE",
+                        help="more environment variables, a JSON object in FILE (values kept off the command line)")
     parser.add_argument("--record", default=None, metavar="DIR",
                         help="write why the command ended into DIR/<command>-<pid>.json")
     parser.add_argument("--run", default=None, help="the run this process belongs to (recorded, shown by ps)")
@@ -102,6 +119,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not command:
         parser.error("no command given (after --)")
     env = dict(os.environ)
+    if args.env_file:
+        try:
+            with open(args.env_file) as f:
+                env.update({str(k): str(v) for k, v in json.load(f).items()})
+        except (OSError, ValueError, AttributeError) as err:
+            parser.error(f"--env-file {args.env_file}: {err}")
     for item in args.env:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -139,8 +162,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         stop.set()
 
     threading.Thread(target=watch_stdin, daemon=True).start()
+    longest = 0.0                # the longest the operator was silent, as this wrapper saw it
     while child.poll() is None and not stop.wait(0.05):
-        if args.silence and time.monotonic() - heard[0] > args.silence:
+        if not args.silence:
+            continue
+        silent = time.monotonic() - _last_heard(heard[0], args.heartbeat_file)
+        longest = max(longest, silent)
+        if silent > args.silence:
             reason.append(("heartbeat", f"no heartbeat from the operator for {args.silence:g} s (the network "
                                         f"or the operator is gone)"))
             break
@@ -155,7 +183,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         _write_record(args.record, {"command": command, "run": args.run, "pid": child.pid, "kind": kind,
                                     "reason": why, "silence_s": args.silence or None, "started": round(started, 3),
                                     "signalled": None if signalled is None else round(signalled, 3),
-                                    "stopped": round(time.time(), 3), "exit_status": code})
+                                    "stopped": round(time.time(), 3), "exit_status": code,
+                                    "longest_silence_s": round(longest, 3) if args.silence else None})
     return code
 
 

@@ -4,7 +4,8 @@ On real machines (:mod:`netloop.machines`) the operator starts everything over S
 robot runs is C++ (the loop's nodes, the flows, the relays) and the Python declared here:
 
 * the remote wrapper every node is started through (``bin/netloop-remote-exec`` ->
-  :mod:`netloop.remote_exec`) and the clock server (``python3 -m netloop.clocksync serve``);
+  :mod:`netloop.remote_exec`), the clock server (``python3 -m netloop.clocksync serve``) and the
+  UDP heartbeat's listener (``python3 -m netloop.heartbeat listen``);
 * the car driver (``launch/car.launch`` -> :mod:`netloop.car_driver.car_node`, with its
   profiles in ``config/cars/``), its fail-safe stop (:mod:`netloop.car_driver.failsafe`), the
   board's probe the pre-run checks ask (:mod:`netloop.car_driver.board`) and its calibration
@@ -52,6 +53,7 @@ ROBOT_MODULES = (
     "netloop.schema_nodes",
     "netloop.remote_exec",
     "netloop.clocksync",
+    "netloop.heartbeat",
     "netloop.transports",
     "netloop.transports.mm_sync",
     "netloop.transports.mm_discovery",

@@ -41,9 +41,18 @@ def run_cell(spec: RunSpec, run_dir: Path, log: Callable[[str], None] = print) -
     return Run(spec, run_dir, log).execute()
 
 
-def check_machines(exp: Experiment, log: Callable[[str], None] = print) -> None:
-    """The experiment's real machines checked (RealHostsError naming every problem)."""
-    RealHosts(load_machines(exp.machines), Path("check"), log, middlewares(exp)).check()
+def check_machines(exp: Experiment, log: Callable[[str], None] = print, skip: list[str] | tuple[str, ...] = ()) -> None:
+    """The experiment's real machines checked: that they run netloop, then what this
+    experiment needs there (:mod:`netloop.prerun_checks`, but the checks in ``skip``);
+    RealHostsError naming every problem."""
+    from . import prerun_checks  # noqa: PLC0415
+    hosts = RealHosts(load_machines(exp.machines), Path("check"), log, middlewares(exp))
+    hosts.keep_connections = True
+    try:
+        hosts.check()
+        prerun_checks.check(hosts, exp, skip)
+    finally:
+        hosts.close_connections()
 
 
 def campaign_dir_for(exp: Experiment, results: Path | None = None, shard: Shard | None = None) -> Path:

@@ -5,13 +5,18 @@
 //    empty: the library's defaults, peer mode with multicast scouting);
 //  - a topic is the key expression rmw_zenoh forms, "<domain>/<topic>/<dds type>/<RIHS01 hash>"
 //    (ros2/names.h), the hash taken from ParticipantConfig::type_hashes (computed by the runner);
-//  - a publisher is an AdvancedPublisher set as rmw_zenoh (Jazzy) sets it for KEEP_LAST history,
-//    the only history netloop uses: CongestionControl::Drop and the library's default reliability
-//    (Reliable) whatever the QoS's reliability — rmw_zenoh blocks only for reliable + KEEP_ALL and
-//    leaves best effort at the default, so on Zenoh `best_effort` changes nothing on the wire, as
-//    for a ROS 2 node on rmw_zenoh; transient_local keeps the last
-//    `depth` samples in the publisher's cache, which late subscribers fetch (their AdvancedSubscriber
-//    asks publishers it detects for their history), as rmw_zenoh does for transient_local;
+//  - a publisher is an AdvancedPublisher set as rmw_zenoh_cpp 0.2.4-0.2.10 (Jazzy) sets it for
+//    KEEP_LAST history, the only history netloop uses: CongestionControl::Drop (rmw_zenoh blocks
+//    only for reliable + KEEP_ALL) and the QoS's reliability, Reliable or BestEffort (from 0.2.3
+//    on; 0.2.0-0.2.2 left best effort at the library's default, reliable). Zenoh carries a
+//    best-effort sample on a best-effort link where the session has one (UDP) and otherwise on
+//    the reliable one in its best-effort channel (netloop's sessions have TCP links only);
+//    transient_local keeps the last `depth` samples in the publisher's cache, which late
+//    subscribers fetch (their AdvancedSubscriber asks publishers it detects for their history),
+//    and reliable + transient_local adds the publisher's sporadic heartbeat (500 ms) and the
+//    subscriber's recovery of a sample it missed, as rmw_zenoh does (where rmw_zenoh queues a
+//    subscription's samples `depth` deep, a node's inbox is its subscriber queue, ros_queue.h, as
+//    for every transport);
 //  - every sample carries rmw_zenoh's attachment (sequence number, source timestamp, source GID);
 //  - the ROS graph as rmw_zenoh forms it (ros2/zenoh_tokens.h): the participant is one node (its
 //    ROS 1 name split into namespace and name, enclave "/", id 0 in its session) with a liveliness
@@ -106,8 +111,9 @@ class ZenohSubscription : public Subscription {
     if (sub_) nlz_undeclare_subscriber(sub_);  // no callback runs after it returns
   }
   void declare(const std::string& key, const Qos& qos, const std::string& token, const std::string& peers) {
-    sub_ = nlz_declare_subscriber(session_.get(), key.c_str(), qos.durability == Durability::TransientLocal ? 1 : 0,
-                                  qos.depth, &onZenohSample, state_.get(), token.c_str(), peers.c_str());
+    sub_ = nlz_declare_subscriber(session_.get(), key.c_str(), qos.reliability == Reliability::Reliable ? 1 : 0,
+                                  qos.durability == Durability::TransientLocal ? 1 : 0, qos.depth, &onZenohSample,
+                                  state_.get(), token.c_str(), peers.c_str());
     if (!sub_) throw std::runtime_error("zenoh: cannot subscribe to '" + key + "': " + shimError());
   }
   size_t matched() const override {
@@ -153,8 +159,9 @@ class ZenohParticipant : public Participant {
         zenohEndpointToken(node_, ++entities_, ZenohEntity::Publisher, ros_topic, ros_type, typeHash(ros_type), qos);
     const std::string peers =
         zenohEndpointPattern(config_.domain_id, ZenohEntity::Subscription, ros_topic, ros_type, typeHash(ros_type));
-    // rmw_zenoh's choice for KEEP_LAST (see the top of this file): Reliable, Drop, whatever qos.reliability.
-    NlzPublisher* pub = nlz_declare_publisher(session_.get(), key.c_str(), /*reliable=*/1, /*block=*/0,
+    // rmw_zenoh's choice for KEEP_LAST (see the top of this file): the QoS's reliability, Drop.
+    NlzPublisher* pub = nlz_declare_publisher(session_.get(), key.c_str(),
+                                              qos.reliability == Reliability::Reliable ? 1 : 0, /*block=*/0,
                                               qos.durability == Durability::TransientLocal ? 1 : 0, qos.depth,
                                               token.c_str(), peers.c_str());
     if (!pub) throw std::runtime_error("zenoh: cannot publish on '" + key + "': " + shimError());

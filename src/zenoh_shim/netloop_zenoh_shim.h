@@ -37,7 +37,8 @@ NlzToken* nlz_declare_token(const NlzSession* s, const char* keyexpr);
 void nlz_undeclare_token(NlzToken* t);
 
 /* reliable: Reliability::Reliable (1) or BestEffort (0); block: CongestionControl::Block (1) or
- * Drop (0); transient_local: keep the last `depth` samples for late subscribers. token: the
+ * Drop (0); transient_local: keep the last `depth` samples for late subscribers (reliable: with a
+ * sporadic heartbeat every 500 ms for the subscribers' sample miss detection). token: the
  * publisher's liveliness token; peers: the pattern of the subscriptions' tokens it counts as
  * matched (both formed by the caller, src/ros2/zenoh_tokens.cpp). */
 NlzPublisher* nlz_declare_publisher(const NlzSession* s, const char* keyexpr, int reliable, int block,
@@ -47,10 +48,12 @@ int nlz_put(const NlzPublisher* p, const uint8_t* data, size_t len, int64_t sour
 int64_t nlz_publisher_matched(const NlzPublisher* p);
 void nlz_undeclare_publisher(NlzPublisher* p);
 
-/* transient_local: get the cached samples (up to `depth` per publisher) of publishers found later.
+/* transient_local: get the cached samples (up to `depth` per publisher) of publishers found later
+ * and, when reliable, recover a missed sample from its publisher's cache on its heartbeat.
  * token, peers: as for a publisher (peers: the publishers' tokens). */
-NlzSubscriber* nlz_declare_subscriber(const NlzSession* s, const char* keyexpr, int transient_local, int depth,
-                                      NlzSampleCallback callback, void* user, const char* token, const char* peers);
+NlzSubscriber* nlz_declare_subscriber(const NlzSession* s, const char* keyexpr, int reliable, int transient_local,
+                                      int depth, NlzSampleCallback callback, void* user, const char* token,
+                                      const char* peers);
 int64_t nlz_subscriber_matched(const NlzSubscriber* sub);
 /* No callback runs after it returns. */
 void nlz_undeclare_subscriber(NlzSubscriber* sub);

@@ -2,8 +2,9 @@
 // an independent Zenoh peer (the eclipse-zenoh Python package) must receive what it publishes, and
 // it must receive what that peer publishes.
 //
-//   ros2_zenoh_pub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH TEXT COUNT
-//       publishes COUNT std_msgs/String-shaped samples (CDR of TEXT) every 100 ms once a
+//   ros2_zenoh_pub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH TEXT COUNT [reliable|best_effort]
+//       publishes COUNT std_msgs/String-shaped samples (CDR of TEXT) every 100 ms, with ROS 2's
+//       default QoS or it made best effort, once a
 //       subscriber matches (at most 10 s), printing "matched N" and "sent I" lines, and at the end
 //       "matched_at_end N" (the subscriptions it counts then), then exits 0. Node "ros2_zenoh_pub".
 //   ros2_zenoh_pub --sub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH COUNT
@@ -61,9 +62,10 @@ static int subscribe(char** argv) {
 
 int main(int argc, char** argv) {
   if (argc == 8 && std::string(argv[1]) == "--sub") return subscribe(argv + 2);
-  if (argc != 8) {
+  const std::string reliability = argc == 9 ? argv[8] : "reliable";
+  if ((argc != 8 && argc != 9) || (reliability != "reliable" && reliability != "best_effort")) {
     std::fprintf(stderr,
-                 "usage: ros2_zenoh_pub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH TEXT COUNT\n"
+                 "usage: ros2_zenoh_pub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH TEXT COUNT [reliable|best_effort]\n"
                  "       ros2_zenoh_pub --sub CONFIG_JSON5 DOMAIN TOPIC TYPE TYPE_HASH COUNT\n");
     return 2;
   }
@@ -77,7 +79,9 @@ int main(int argc, char** argv) {
   const int count = std::atoi(argv[7]);
   try {
     auto participant = createParticipant(c);
-    auto pub = participant->createPublisher(argv[3], argv[4], Qos{});
+    Qos qos;
+    if (reliability == "best_effort") qos.reliability = Reliability::BestEffort;
+    auto pub = participant->createPublisher(argv[3], argv[4], qos);
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (pub->matched() == 0 && std::chrono::steady_clock::now() < end)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -391,6 +391,9 @@ TEST(Ros2Factory, TheBuildsMiddlewaresInAStableOrder) {
 #ifdef NETLOOP_ROS2_HAVE_FASTDDS
   want.push_back("fastdds");
 #endif
+#ifdef NETLOOP_ROS2_HAVE_RMW_FASTRTPS_CPP
+  want.push_back("rmw_fastrtps_cpp");  // a plug-in, found beside the library at run time
+#endif
   auto have = availableMiddlewares();
   std::vector<std::string> dds;
   for (const auto& m : have)

@@ -93,6 +93,12 @@ class Transport:
             return {}
         return {"transport": self.subscriber_transport(topic, message_bytes)}
 
+    def programs(self, options: dict[str, Any]) -> list[tuple[str, str]]:
+        """What this transport runs on every machine of a run, as (kind, name) for the pre-run
+        check (:mod:`netloop.prerun_checks`): ``node`` a compiled node of netloop's build,
+        ``package`` a ROS package; nothing by default."""
+        return []
+
     def start(self, ctx: TransportContext) -> None:
         """Start what the transport needs besides the nodes (nothing by default)."""
 

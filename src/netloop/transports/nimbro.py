@@ -310,6 +310,13 @@ class NimbroTransport(RelayTransport):
     def detect_implementation(self) -> str:
         return "nimbro" if nimbro_installed() else "own"
 
+    def programs(self, options: NimbroOptions | dict[str, Any]) -> list[tuple[str, str]]:
+        """netloop's relays, or nimbro_network's package where it runs instead (as start() chooses)."""
+        impl = typed(NimbroOptions, options).implementation
+        if impl == "nimbro" or (impl == "auto" and nimbro_installed()):
+            return [("package", NIMBRO_PACKAGE)]
+        return [("node", f"nimbro_{proto}_{role}") for proto in ("udp", "tcp") for role in ("sender", "receiver")]
+
     def start(self, ctx: TransportContext) -> None:
         options = typed(NimbroOptions, self._begin(ctx))
         impl = options.implementation

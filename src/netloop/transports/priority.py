@@ -230,6 +230,9 @@ class PriorityTransport(RelayTransport):
                    "in the relay (backpressure), urgent datagrams marked EF")
     options_schema = OPTIONS
 
+    def programs(self, options: dict[str, Any]) -> list[tuple[str, str]]:
+        return [("node", "priority_relay")]
+
     def start(self, ctx: TransportContext) -> None:
         options = typed(PriorityOptions, self._begin(ctx))
         self.implementation = "own"

@@ -167,6 +167,12 @@ class Ros2Transport(Transport):
     def subscriber_transport(self, topic, message_bytes=None):
         return "tcp_nodelay"   # bridge: the node's connection to its local bridge
 
+    def programs(self, options: dict[str, Any]) -> list[tuple[str, str]]:
+        """A bridge per machine in ``bridge`` deployment (the middleware itself, native or
+        bridged, is a machine's build check: machine_readiness)."""
+        deployment = typed(options_model(self.middleware), options or {}).deployment
+        return [("node", "ros2_bridge")] if deployment == "bridge" else []
+
     # --- planning ----------------------------------------------------------------------------
     def qos_for(self, overrides: dict[str, Any] | None = None) -> Qos:
         return resolve(self.options or validate(self.options_schema, {}), overrides or {},

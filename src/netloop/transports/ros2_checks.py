@@ -85,21 +85,9 @@ def zenoh_drop_warnings(exp, capacity_mbit: float | None) -> list[str]:
     """Messages larger than Zenoh can push through a link of ``capacity_mbit`` before its
     congestion control drops them (rmw_zenoh publishes KEEP_LAST topics with CongestionControl::Drop:
     a message whose fragments wait too long in the TX queue is dropped whole, every time)."""
-    if "zenoh" not in exp.transport:
+    if "zenoh" not in exp.transport or _options(exp, "zenoh") is None or not capacity_mbit:
         return []
     out = []
-    options = _options(exp, "zenoh")
-    if options is None:
-        return []
-    asked = [("transport_options.zenoh", {"reliability": options.reliability}), ("loop.qos", exp.loop.qos)] + \
-        [(f"flows[{i}].qos", f.qos) for i, f in enumerate(exp.flows)]
-    best_effort = [key for key, q in asked if q.get("reliability") == "best_effort"] + \
-        (["transport_options.zenoh.qos"] if options.qos == "sensor_data" else [])
-    if best_effort:
-        out.append(f"{', '.join(best_effort)}: best_effort changes nothing on Zenoh's wire: rmw_zenoh publishes "
-                   f"KEEP_LAST topics with the library's default reliability (reliable) and congestion control drop")
-    if not capacity_mbit:
-        return out
     from ..flows import message_bytes  # noqa: PLC0415
     limit = int(capacity_mbit * 1e6 / 8 * ZENOH_DROP_SECONDS)
     for i, flow in enumerate(exp.flows):

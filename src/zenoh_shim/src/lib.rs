@@ -6,14 +6,19 @@
 //! * a session opened from a JSON5 configuration file (Zenoh's own format; empty path = the
 //!   library's defaults: peer mode, multicast scouting), with timestamping always enabled as in
 //!   rmw_zenoh's default configuration (the AdvancedPublisher's cache needs it);
-//! * publishers as rmw_zenoh declares them: an AdvancedPublisher on the topic's key expression,
-//!   reliability and congestion control from the QoS, and for transient_local a cache of the last
-//!   `depth` samples with publisher detection, so that late AdvancedSubscribers get them;
+//! * publishers as rmw_zenoh (Jazzy 0.2.4 to 0.2.10) declares them: an AdvancedPublisher on the
+//!   topic's key expression, reliability and congestion control from the QoS, and for
+//!   transient_local a cache of the last `depth` samples with publisher detection, so that late
+//!   AdvancedSubscribers get them; reliable + transient_local also announces its last sequence
+//!   number by a sporadic heartbeat (every 500 ms while it publishes) so that a subscriber that
+//!   missed a sample asks the cache for it;
 //! * each put carries rmw_zenoh's attachment: zenoh-ext serialization of the sequence number
 //!   (i64), the source timestamp (i64, ns) and the source GID (16 bytes) (rmw_zenoh_cpp's
 //!   AttachmentData::serialize_to_zbytes, Jazzy 0.2.4 to 0.2.10);
 //! * subscribers as AdvancedSubscribers calling a C callback with the payload's bytes; for
-//!   transient_local with history (late publishers detected, `depth` samples per publisher);
+//!   transient_local with history (late publishers detected, `depth` samples per publisher, the
+//!   query never timing out), and for reliable + transient_local with recovery of missed samples
+//!   on the publisher's heartbeat;
 //! * the ROS graph: liveliness tokens whose key expressions the caller forms (rmw_zenoh's
 //!   `@ros2_lv/...` format, src/ros2/zenoh_tokens.cpp): one per node, one per publisher and
 //!   subscriber. Matching counts the other side's tokens on a pattern the caller gives, so a
@@ -41,8 +46,12 @@ use zenoh::sample::SampleKind;
 use zenoh::{Session, Wait};
 use zenoh_ext::{
     AdvancedPublisher, AdvancedPublisherBuilderExt, AdvancedSubscriber, AdvancedSubscriberBuilderExt,
-    CacheConfig, HistoryConfig, ZSerializer,
+    CacheConfig, HistoryConfig, MissDetectionConfig, RecoveryConfig, ZSerializer,
 };
+
+/// rmw_zenoh's heartbeat period of a reliable + transient_local publisher (its
+/// SAMPLE_MISS_DETECTION_HEARTBEAT_PERIOD, sporadic: sent only after the publisher has published).
+const MISS_DETECTION_HEARTBEAT: Duration = Duration::from_millis(500);
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -246,7 +255,8 @@ pub struct NlzPublisher {
 /// Declares a publisher on `keyexpr`, with its liveliness token `token` and counting the
 /// subscriptions' tokens on `peers` (key expressions the caller forms).
 /// `reliable`: 1 = Reliability::Reliable, 0 = BestEffort. `block`: 1 = CongestionControl::Block,
-/// 0 = Drop. `transient_local`: 1 = keep the last `depth` samples for late subscribers.
+/// 0 = Drop. `transient_local`: 1 = keep the last `depth` samples for late subscribers (and, when
+/// reliable, a sporadic heartbeat for the subscribers' sample miss detection).
 /// Returns NULL on failure.
 #[no_mangle]
 pub unsafe extern "C" fn nlz_declare_publisher(
@@ -270,9 +280,14 @@ pub unsafe extern "C" fn nlz_declare_publisher(
             .congestion_control(if block != 0 { CongestionControl::Block } else { CongestionControl::Drop })
             .reliability(if reliable != 0 { Reliability::Reliable } else { Reliability::BestEffort });
         let builder = if transient_local != 0 {
-            builder
+            let cached = builder
                 .cache(CacheConfig::default().max_samples(depth.max(1) as usize))
-                .publisher_detection()
+                .publisher_detection();
+            if reliable != 0 {
+                cached.sample_miss_detection(MissDetectionConfig::default().sporadic_heartbeat(MISS_DETECTION_HEARTBEAT))
+            } else {
+                cached
+            }
         } else {
             builder.advanced()
         };
@@ -378,11 +393,14 @@ pub struct NlzSubscriber {
 /// Declares a subscriber on `keyexpr` calling `callback(data, len, user)` for every sample, with
 /// its liveliness token `token` and counting the publishers' tokens on `peers`.
 /// `transient_local`: 1 = ask late-detected publishers for their cached samples (up to `depth`
-/// each). `user` must stay valid until nlz_undeclare_subscriber returns. NULL on failure.
+/// each), and when `reliable` is 1 also recover a missed sample from its publisher's cache on the
+/// publisher's heartbeat. `user` must stay valid until nlz_undeclare_subscriber returns. NULL on
+/// failure.
 #[no_mangle]
 pub unsafe extern "C" fn nlz_declare_subscriber(
     s: *const NlzSession,
     keyexpr: *const c_char,
+    reliable: c_int,
     transient_local: c_int,
     depth: c_int,
     callback: NlzSampleCallback,
@@ -406,12 +424,12 @@ pub unsafe extern "C" fn nlz_declare_subscriber(
         };
         let builder = s.session.declare_subscriber(key.clone());
         let subscriber = if transient_local != 0 {
-            builder
+            let history = builder
                 .history(HistoryConfig::default().detect_late_publishers().max_samples(depth.max(1) as usize))
                 .subscriber_detection()
-                .query_timeout(Duration::from_secs(10))
-                .callback(on_sample)
-                .wait()
+                .query_timeout(Duration::from_millis(u64::MAX));   // rmw_zenoh: never
+            let history = if reliable != 0 { history.recovery(RecoveryConfig::default().heartbeat()) } else { history };
+            history.callback(on_sample).wait()
         } else {
             builder.advanced().callback(on_sample).wait()
         }
