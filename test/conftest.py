@@ -31,8 +31,13 @@ def pytest_collection_modifyitems(config, items):
     """Marks every test that needs root (a ``skipif`` whose reason starts "needs root") as
     ``root``, and every test using a fixture that starts ROS processes as ``integration``,
     so that ``-m "not integration and not root"`` (``make test-fast``) selects the unit tests
-    without each module repeating the marks."""
+    without each module repeating the marks; skips every test marked ``studies`` unless
+    NETLOOP_TEST_STUDIES=1 (``make test-studies`` runs ``-m studies``)."""
+    studies = os.environ.get("NETLOOP_TEST_STUDIES") == "1"
     for item in items:
+        if item.get_closest_marker("studies") and not studies:
+            item.add_marker(pytest.mark.skip(reason="a whole campaign or a long end-to-end run: in 'make test-studies' "
+                                                    "(NETLOOP_TEST_STUDIES=1)"))
         if any(m.kwargs.get("reason", "").startswith("needs root") for m in item.iter_markers("skipif")):
             item.add_marker(pytest.mark.root)
         if _INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):

@@ -20,9 +20,7 @@ from netloop import paths
 from netloop.transports import transport_names
 
 pytestmark = [pytest.mark.integration, pytest.mark.root,
-              pytest.mark.skipif(os.environ.get("NETLOOP_TEST_STUDIES") != "1",
-                                 reason="the default experiment's quick run is in 'make test-studies' "
-                                        "(NETLOOP_TEST_STUDIES=1)"),
+              pytest.mark.studies,   # the default experiment's quick run: make test-studies
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
 
 

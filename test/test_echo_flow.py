@@ -44,6 +44,7 @@ def test_echo_round_trip_on_loopback(tmp_path):
         assert 0 < f["delay"]["p50_ms"] < 5     # two hops through ROS on one machine
 
 
+@pytest.mark.studies   # a long end-to-end run: make test-studies
 @needs_root
 def test_echo_over_every_transport_shows_the_link_delay_twice(tmp_path):
     """Over a shaped link with 10 ms each way the round trip is about 20 ms on every transport,

@@ -74,6 +74,7 @@ def test_an_outage_silences_a_host_and_its_end_restores_the_link_as_it_was(tmp_p
         assert bench.rtt(tb, count=5, interval=0.02)["received"] == 5
 
 
+@pytest.mark.studies   # a long end-to-end run: make test-studies
 @needs_root
 @pytest.mark.timeout(300)
 def test_a_two_second_outage_is_measured_per_transport(tmp_path):
@@ -150,6 +151,7 @@ def test_a_link_without_per_packet_loss_refuses_a_burst(tmp_path):
             tb.set_loss("robot", 0.5)
 
 
+@pytest.mark.studies   # a long end-to-end run: make test-studies
 @needs_root
 @pytest.mark.timeout(300)
 def test_a_loss_burst_is_measured_per_transport(tmp_path):

@@ -28,8 +28,7 @@ from sshlab import SshLab  # noqa: E402
 
 TABLE = os.environ.get("NETLOOP_STALL_TABLE")
 pytestmark = [
-    pytest.mark.skipif(os.environ.get("NETLOOP_TEST_STUDIES") != "1" and not TABLE,
-                       reason="Wi-Fi stalls over SSH run with 'make test-studies' (NETLOOP_TEST_STUDIES=1)"),
+    pytest.mark.studies,   # Wi-Fi stalls over SSH: make test-studies
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces and sshd"),
 ]
 

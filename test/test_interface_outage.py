@@ -228,6 +228,7 @@ def test_every_exit_path_brings_the_interface_back(tmp_path):
         assert bench.rtt(tb, count=5, interval=0.02)["received"] == 5
 
 
+@pytest.mark.studies   # a long end-to-end run: make test-studies
 @needs_root
 @pytest.mark.timeout(300)
 def test_recovery_is_reported_per_transport_and_flow(tmp_path):

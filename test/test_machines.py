@@ -264,6 +264,7 @@ def _the_run(tmp_path: Path) -> tuple[Path, Path, dict]:
     return campaign, run_dir, json.loads((run_dir / "metadata.json").read_text())
 
 
+@pytest.mark.studies   # a long end-to-end run: make test-studies
 @needs_root
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("profile", ["ethernet", "wifi6"])
@@ -473,6 +474,7 @@ TELEOP_CAR = {
 }
 
 
+@pytest.mark.studies   # a long end-to-end run: make test-studies
 @needs_root
 @pytest.mark.timeout(300)
 def test_the_real_car_teleop_runs_through_ssh(tmp_path):
@@ -762,6 +764,7 @@ def test_wifi_power_save_is_read_with_iw_and_recorded(tmp_path, monkeypatch):
 REPLICAS = 32
 
 
+@pytest.mark.studies   # a long end-to-end run: make test-studies
 @needs_root
 @pytest.mark.timeout(400)
 def test_32_replicas_over_one_machine_share_a_few_connections_under_a_low_max_startups(tmp_path):

@@ -19,8 +19,7 @@ from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.analysis.report import write_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.root,
-              pytest.mark.skipif(os.environ.get("NETLOOP_TEST_STUDIES") != "1",
-                                 reason="16 s loops over an emulated link: in 'make test-studies' (NETLOOP_TEST_STUDIES=1)"),
+              pytest.mark.studies,   # 16 s loops over an emulated link: make test-studies
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
 
 SAMPLES = 800

@@ -19,8 +19,7 @@ from sshlab import SshLab  # noqa: E402
 from netloop.polling import wait_for  # noqa: E402
 
 pytestmark = [
-    pytest.mark.skipif(os.environ.get("NETLOOP_TEST_STUDIES") != "1",
-                       reason="a whole campaign killed and resumed: 'make test-studies' (NETLOOP_TEST_STUDIES=1)"),
+    pytest.mark.studies,   # a whole campaign killed and resumed: make test-studies
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces and sshd"),
 ]
 

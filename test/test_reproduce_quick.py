@@ -21,8 +21,7 @@ from netloop import paths
 from netloop.studies import core, load
 
 pytestmark = [
-    pytest.mark.skipif(os.environ.get("NETLOOP_TEST_STUDIES") != "1",
-                       reason="the studies' quick reproductions run with 'make test-studies' (NETLOOP_TEST_STUDIES=1)"),
+    pytest.mark.studies,   # the studies' quick reproductions: make test-studies
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
 ]
 

@@ -250,6 +250,7 @@ def delivered_in_full(seconds: float) -> tuple[int, int]:
     return int(seconds / 0.020) - 5, int(seconds / 0.150) - 3
 
 
+@pytest.mark.studies   # a long end-to-end run: make test-studies
 @pytest.mark.timeout(240)
 def test_shaped_link_with_a_kernel_queue_keeps_bulk_tcp_from_burying_a_small_message(tmp_path):
     """A shaped link's own FIFO takes every packet the taps hand it (a tap frees a packet as it
