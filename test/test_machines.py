@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,10 @@ from sshlab import SshLab, faketime_library  # noqa: E402
 FAKETIME_LIB = faketime_library()
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces and sshd")
 needs_faketime = pytest.mark.skipif(not os.path.exists(FAKETIME_LIB), reason="libfaketime not installed")
+
+#: CPU seconds the hypervisor may take from a run (/proc/stat steal) before its timing is not
+#: compared: a loop run of a few seconds with more was starved for a fifth of it or more
+STARVED_STEAL_S = 1.0
 
 RLC_AND_FLOW = {
     "name": "ssh_rlc",
@@ -299,6 +304,14 @@ def test_an_experiment_through_ssh_gives_what_it_gives_through_namespaces(tmp_pa
         ssh_run, ns_run = analyse_run(ssh_dir), analyse_run(ns_dir)
         if "invalid" in (ssh_run.status, ns_run.status):
             continue    # the emulator lagged in one of them: its timing is not comparable
+        # Through SSH netloop sees a real link and judges no emulator lag, so a run the hypervisor
+        # starved is judged by its steal instead (2026-11-29: 4.9 s stolen during the SSH run, its
+        # u delays 2-55 ms against 1-14 ms through namespaces with 0.1 s stolen)
+        steal = {path: json.loads((d / "metadata.json").read_text()).get("cpu_steal_s") or 0.0
+                 for path, d in (("ssh", ssh_dir), ("namespaces", ns_dir))}
+        if max(steal.values()) > STARVED_STEAL_S:
+            warnings.warn(f"{transport}: not compared, the hypervisor took {steal} s of CPU time")
+            continue
         a, b = rlc_loop(ssh_run), rlc_loop(ns_run)
         assert a.ok and b.ok and a.sensor.MDR == b.sensor.MDR == 1.0
         # the same loop: the step response within noise of each other (on wifi6 the overshoot of
