@@ -106,6 +106,22 @@ class SharedBytes:
             self._fd = None
 
 
+class SharedFlag:
+    """A boolean attribute kept in one byte of the owner's :class:`SharedBytes` (named by
+    ``store``), so that every process sharing the file sees it: 0 is false, 1 true."""
+
+    def __init__(self, store: str, index: int):
+        self.store, self.index = store, index
+
+    def __get__(self, owner, cls=None):
+        if owner is None:
+            return self
+        return bool(getattr(owner, self.store)[self.index])
+
+    def __set__(self, owner, value) -> None:
+        getattr(owner, self.store)[self.index] = 1 if value else 0
+
+
 #: a shared chip's file: the 256 registers, then the RESTART-pending flag and the fail switch
 _RESTART_PENDING, _FAIL, _DEVICE_SIZE = 256, 257, 258
 
@@ -124,6 +140,9 @@ class FakePCA9685Bus(I2CBus):
     """An I2C bus with a PCA9685 at ``address``; other addresses raise like a missing device.
     ``device_file``: the chip's registers live in that file (shared with other processes)."""
 
+    fail = SharedFlag("regs", _FAIL)
+    _restart_pending = SharedFlag("regs", _RESTART_PENDING)
+
     def __init__(self, address: int = 0x40, osc_hz: float = 25e6, device_file: Optional[str] = None):
         self.address, self.osc_hz = address, osc_hz
         self.regs = SharedBytes(_DEVICE_SIZE, _power_up_registers(), device_file)
@@ -132,22 +151,6 @@ class FakePCA9685Bus(I2CBus):
         self.fail_next = 0
         self.closed = False
         self._lock = self.regs.locked
-
-    @property
-    def fail(self) -> bool:
-        return bool(self.regs[_FAIL])
-
-    @fail.setter
-    def fail(self, value: bool) -> None:
-        self.regs[_FAIL] = 1 if value else 0
-
-    @property
-    def _restart_pending(self) -> bool:
-        return bool(self.regs[_RESTART_PENDING])
-
-    @_restart_pending.setter
-    def _restart_pending(self, value: bool) -> None:
-        self.regs[_RESTART_PENDING] = 1 if value else 0
 
     # -- I2CBus ---------------------------------------------------------------------------
     def _check(self, address: int):
@@ -265,18 +268,12 @@ class FakeGPIO(GPIO):
     (as on the real libraries). ``fail = True`` makes writes raise ``OSError``. ``levels_file``:
     the levels live in that file (shared with other processes); the history is this process's."""
 
+    fail = SharedFlag("_pins", _PINS)
+
     def __init__(self, levels_file: Optional[str] = None):
         self._pins = SharedBytes(_PINS + 1, bytes([_UNSET] * _PINS + [0]), levels_file)
         self.history: list[tuple[int, int]] = []
         self.closed = False
-
-    @property
-    def fail(self) -> bool:
-        return bool(self._pins[_PINS])
-
-    @fail.setter
-    def fail(self, value: bool) -> None:
-        self._pins[_PINS] = 1 if value else 0
 
     @property
     def levels(self) -> dict[int, int]:
