@@ -41,6 +41,15 @@ def test_lag_is_read_from_the_numbers():
     assert link_lag({"status": "invalid", "link_health": EMULATOR_DIED}) is None
 
 
+def test_a_run_on_a_real_link_lags_when_the_hypervisor_starved_it():
+    """Through SSH netloop watches no emulator: the steal of the run's CPU time is the measure."""
+    real = {"status": "complete", "link": {"type": "real"}}
+    assert link_lag(dict(real, cpu_steal_s=0.12)) is None
+    assert link_lag(dict(real, cpu_steal_s=None)) is None                 # no /proc/stat steal here
+    assert "4.88 s of CPU time on a real link" in link_lag(dict(real, cpu_steal_s=4.88))
+    assert link_lag({"status": "complete", "link": {"type": "wifi6"}, "cpu_steal_s": 4.88}) is None
+
+
 def test_a_healthy_run_runs_once(tmp_path):
     run, calls = runs_with(HEALTHY)
     assert run_with_healthy_link(run, tmp_path) == {"udp-r0": tmp_path / "attempt1" / "udp-r0"}
