@@ -1,12 +1,17 @@
-"""netloop calibrate: the fidelity table from a campaign's analysis.json (no run, no root)."""
+"""netloop calibrate: the fidelity table from a campaign's analysis.json (no run, no root), and what an
+interrupted calibration leaves and says (one run on loopback)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 
 import pytest
 
-from netloop import calibrate_link as calibrate, cli
+from netloop import calibrate_link as calibrate, cli, paths
 from netloop.cli_options import parse_link_params
+from netloop.master import wait_for
 
 
 def _flow(name, d, std_jd, mdr=1.0, std_d=1.0, std_source=0.1):
@@ -179,3 +184,31 @@ def test_calibrate_says_what_802_11e_qos_changes_on_the_air():
     assert off.startswith("802.11e QoS off") and "wifi6_qos" in off
     assert calibrate.air_qos_line("wifi6", {"qos": True}) == on
     assert calibrate.air_qos_line("ethernet") == ""     # no air, nothing to say
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_an_interrupted_calibration_says_where_its_runs_are_and_how_to_finish_and_judge_them(tmp_path):
+    from test_runner import processes_mentioning   # noqa: PLC0415
+    env = dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
+    proc = subprocess.Popen([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "calibrate", "loopback",
+                             "--part", "tables", "--transports", "tcp_nodelay", "--out", str(tmp_path)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def recording() -> bool:
+            return any(p.stat().st_size > 2000 for p in tmp_path.glob("calibrate_*/runs/*/records/flow_laser_rx.csv"))
+        assert wait_for(recording, 60), "the calibration recorded nothing"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    campaign = next(tmp_path.glob("calibrate_loopback_pound_tables_1_2-*"))
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err, err
+    assert (f"interrupted (SIGINT); what was recorded is kept in {campaign}; continue with: netloop run "
+            f"--resume {campaign}, then judge it with: netloop calibrate loopback --part tables "
+            f"--campaign {campaign}") in err, err
+    meta = json.loads((campaign / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())
+    assert meta["status"] == "interrupted" and meta["end_time"], meta
+    assert not processes_mentioning(str(campaign))

@@ -212,7 +212,11 @@ def run_campaign(experiment: str, profile: str, transports: list[str] | None,
     print(f"netloop calibrate: running {exp.name} ({len(exp.transport)} transports) into {out}",
           flush=True)
     runner.install_signal_handlers()
-    runner.run_experiment(exp, out)
+    try:
+        runner.run_experiment(exp, out)
+    except runner.Interrupted as sig:
+        sig.campaign = out   # main() says where what was recorded is and how to go on
+        raise
     write_report(out)
     return out
 
@@ -253,9 +257,27 @@ def summarize(campaigns: dict[str, Path], profile: str) -> tuple[dict, str]:
 def run_campaigns(profile: str, parts: list[str], transports: list[str] | None,
                   results_parent: Path | None, link_params: dict | None = None) -> dict[str, Path]:
     """Run the calibration campaigns of ``parts`` ("tables", "fig19") on ``profile``."""
+    from .runner import Interrupted
     experiments = {"tables": EXPERIMENT, "fig19": FIG19_EXPERIMENT}
-    return {part: run_campaign(experiments[part], profile, transports, results_parent, link_params)
-            for part in parts}
+    campaigns = {}
+    for part in parts:
+        try:
+            campaigns[part] = run_campaign(experiments[part], profile, transports, results_parent,
+                                           link_params)
+        except Interrupted as sig:
+            sig.part = part
+            raise
+    return campaigns
+
+
+def interrupted_message(sig, profile: str) -> str:
+    """What a user whose calibration was interrupted needs: where its runs are, how to finish
+    that campaign, how to judge it."""
+    out, part = sig.campaign, sig.part
+    option = "--campaign" if part == "tables" else "--fig19-campaign"
+    return (f"netloop calibrate: interrupted ({sig}); what was recorded is kept in {out}; "
+            f"continue with: netloop run --resume {out}, then judge it with: "
+            f"netloop calibrate {profile} --part {part} {option} {out}")
 
 
 def air_qos_line(profile: str, link_params: dict | None = None) -> str:
@@ -283,7 +305,12 @@ def main(args) -> int:
     given = {"tables": args.campaign, "fig19": args.fig19_campaign}
     campaigns = {p: Path(given[p]) for p in parts if given[p]}
     if not campaigns:     # nothing given: run what was asked for
-        campaigns = run_campaigns(args.profile, parts, args.transports, args.out, link_params)
+        from .runner import Interrupted
+        try:
+            campaigns = run_campaigns(args.profile, parts, args.transports, args.out, link_params)
+        except Interrupted as sig:
+            print(interrupted_message(sig, args.profile), file=sys.stderr)
+            return 130
     report, text = summarize(campaigns, args.profile)
     qos = air_qos_line(args.profile, link_params)
     print(text + (f"\n\n{qos}" if qos else ""))
