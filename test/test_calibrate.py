@@ -70,6 +70,8 @@ def test_table_uses_valid_runs_only_takes_the_median_and_ranks_the_methods(tmp_p
     assert cli.main(["calibrate", "wifi6", "--campaign", str(res)]) == 0
     out = capsys.readouterr().out
     assert "left out for ns-3 lag: 1 (udp-r1)" in out
+    assert (f"run the left-out cells again when the host is quieter: netloop run --resume {res} "
+            f"--rerun-invalid; then judge the campaign with --campaign {res}") in out
     assert "| laser | NOD (tcp_nodelay) | 6 → 50.0 (8.33×) |" in out and "off: D, std(J_d)" in out
 
 

@@ -199,25 +199,17 @@ def _child_running(parent: int, text: str) -> int | None:
     return None
 
 
-@pytest.mark.timeout(240)
-def test_a_run_judged_invalid_is_kept_and_run_again(tmp_path):
-    """The link emulator (ns-3) is stopped for 300 ms in the middle of the first attempt: that
-    attempt is judged invalid, moved to invalid/ with its verdict and records, and the cell
-    runs again; campaign.json, the printed summary and the report count the invalid attempt,
-    and the tables hold the second attempt only. (ns-3, not the shaper: ns-3 probes its lag
-    every 1 ms whatever the traffic, where the shaper can only be late with a frame it holds —
-    with a 50 Hz loop there may be none in it when it is stopped.)"""
-    from link_health import assert_finished   # noqa: PLC0415
+def run_with_a_stalled_emulator(tmp_path: Path, rerun_invalid: int) -> tuple[str, Path]:
+    """``netloop run`` of a 2-s loop over wifi6 whose first attempt has its link emulator (ns-3)
+    stopped for 300 ms: (what the command printed, the campaign)."""
     if os.geteuid() != 0:
         pytest.skip("the wifi6 link needs root (network namespaces)")
     exp = tmp_path / "rerun.yaml"
     exp.write_text(yaml.safe_dump({"name": "rerun", "link": "wifi6", "transport": "tcp_nodelay",
-                                   "loop": {"samples": 100}, "rerun_invalid": 1}))   # 2 s of loop
+                                   "loop": {"samples": 100}, "rerun_invalid": rerun_invalid}))
     results = tmp_path / "results"
-    env = dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
-    proc = subprocess.Popen([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run", str(exp),
-                             "--out", str(results)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(NETLOOP_RUN + [str(exp), "--out", str(results)], env=cli_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         def looping():
             plant = list(results.glob("rerun-*/runs/tcp_nodelay-r0/records/plant.csv"))
@@ -236,7 +228,26 @@ def test_a_run_judged_invalid_is_kept_and_run_again(tmp_path):
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, out
-    camp = next(results.glob("rerun-*"))
+    return out, next(results.glob("rerun-*"))
+
+
+def cli_env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
+
+
+NETLOOP_RUN = [str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run"]
+
+
+@pytest.mark.timeout(240)
+def test_a_run_judged_invalid_is_kept_and_run_again(tmp_path):
+    """The link emulator (ns-3) is stopped for 300 ms in the middle of the first attempt: that
+    attempt is judged invalid, moved to invalid/ with its verdict and records, and the cell
+    runs again; campaign.json, the printed summary and the report count the invalid attempt,
+    and the tables hold the second attempt only. (ns-3, not the shaper: ns-3 probes its lag
+    every 1 ms whatever the traffic, where the shaper can only be late with a frame it holds —
+    with a 50 Hz loop there may be none in it when it is stopped.)"""
+    from link_health import assert_finished   # noqa: PLC0415
+    out, camp = run_with_a_stalled_emulator(tmp_path, rerun_invalid=1)
     assert (camp / "invalid" / "tcp_nodelay-r0.attempt1").is_dir(), out
     first = json.loads((camp / "invalid" / "tcp_nodelay-r0.attempt1" / "metadata.json").read_text())
     assert first["status"] == "invalid" and first["link_health"]["valid"] is False, first.get("error")
@@ -258,4 +269,38 @@ def test_a_run_judged_invalid_is_kept_and_run_again(tmp_path):
     assert [r["run_id"] for r in json.loads((camp / "analysis.json").read_text())] == ["tcp_nodelay-r0"]
     report = (camp / "report.md").read_text()
     assert "run again: 1" in report and "`tcp_nodelay-r0` ×1" in report
-    assert not processes_mentioning(str(camp)) and _child_running(proc.pid, "netloop_wifi_link") is None
+    assert not processes_mentioning(str(camp))
+
+
+@pytest.mark.timeout(300)
+def test_a_cell_invalid_in_every_attempt_runs_again_with_rerun_invalid(tmp_path):
+    """A campaign allowed no second attempt keeps its stalled cell invalid and says how to run it
+    again; --resume alone leaves it; --resume --rerun-invalid runs it again, the invalid run
+    kept in invalid/ and counted as an attempt."""
+    from link_health import assert_finished   # noqa: PLC0415
+    out, camp = run_with_a_stalled_emulator(tmp_path, rerun_invalid=0)
+    first = json.loads((camp / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())
+    assert first["status"] == "invalid", first.get("error")
+    assert (f"1 cell(s) invalid in every attempt (tcp_nodelay-r0): the host kept ns-3 from real "
+            f"time; run them again when it is quieter: netloop run --resume {camp} --rerun-invalid") in out, out
+
+    refused = subprocess.run(NETLOOP_RUN + ["--rerun-invalid", str(tmp_path / "rerun.yaml")], env=cli_env(),
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--rerun-invalid" in refused.stderr and "--resume" in refused.stderr, refused
+    kept = subprocess.run(NETLOOP_RUN + ["--resume", str(camp)], env=cli_env(), capture_output=True,
+                          text=True, timeout=120)
+    assert "resuming: 1 of 1 cells done, 0 to run" in kept.stdout, kept.stdout + kept.stderr
+    assert json.loads((camp / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text()) == first
+
+    again = subprocess.run(NETLOOP_RUN + ["--resume", str(camp), "--rerun-invalid"], env=cli_env(),
+                           capture_output=True, text=True, timeout=200)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert ("resuming: 0 of 1 cells done, 1 to run (1 of them invalid in every earlier attempt)"
+            in again.stdout), again.stdout
+    assert json.loads((camp / "invalid" / "tcp_nodelay-r0.attempt1" / "metadata.json").read_text()) == first
+    second = json.loads((camp / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())
+    assert_finished(second, "the attempt run again")
+    assert second["start_time"] > first["end_time"]
+    cells = json.loads((camp / "campaign.json").read_text())["cells"]
+    assert [(c["run_id"], c["invalid_attempts"]) for c in cells] == [("tcp_nodelay-r0", 1)]
+    assert not processes_mentioning(str(camp))

@@ -80,19 +80,24 @@ def read_bandwidth(results: Path) -> tuple[dict, dict]:
 _size, _published_shape = pound._size, pound.published_shape
 
 
-def _runs_line(counts: dict) -> str:
-    """How many runs a campaign had and which were left out because ns-3 lagged."""
-    return (f"runs: {counts['runs']}, left out for ns-3 lag: {counts['invalid']}"
+def _runs_line(counts: dict, results: Path, option: str) -> str:
+    """How many runs a campaign had, which were left out because ns-3 lagged, and how to run
+    those again (``option`` judges the campaign afterwards: --campaign or --fig19-campaign)."""
+    line = (f"runs: {counts['runs']}, left out for ns-3 lag: {counts['invalid']}"
             + (f" ({', '.join(counts['invalid_runs'])})" if counts["invalid_runs"] else "")
             + f"; attempts judged invalid and run again: {counts['invalid_attempts']}"
             + (f" ({', '.join(counts['rerun_runs'])})" if counts["rerun_runs"] else ""))
+    if counts["invalid"]:
+        line += (f"\nrun the left-out cells again when the host is quieter: netloop run --resume "
+                 f"{results} --rerun-invalid; then judge the campaign with {option} {results}")
+    return line
 
 
 def format_fig19(curves: dict, counts: dict, profile: str, results: Path) -> str:
     sizes = sorted({s for c in curves.values() for s in c})
     lines = [f"Fig. 19 on '{profile}': delivered Mbit/s of one saturated sender against the message size "
              f"({results})",
-             _runs_line(counts), "",
+             _runs_line(counts, results, "--fig19-campaign"), "",
              "| transport | the paper's curve | " + " | ".join(_size(s) for s in sizes) + " | verdict |",
              "|---|---|" + "---|" * len(sizes) + "---|"]
     ok = judged = 0
@@ -145,7 +150,7 @@ def fidelity(ours: dict) -> dict:
 def format_table(result: dict, counts: dict, profile: str, results: Path) -> str:
     lines = [f"Fidelity of '{profile}' against the Pound paper, Tables I (laser) and II (image), "
              f"2 nodes ({results})",
-             _runs_line(counts), "", "| flow | method (transport) | D: published → netloop (ratio) | "
+             _runs_line(counts, results, "--campaign"), "", "| flow | method (transport) | D: published → netloop (ratio) | "
              "std(J_d): published → netloop (ratio) | MDR %: published → netloop | verdict | "
              "std(D): published → netloop (not a target) |",
              "|---|---|---|---|---|---|---|"]

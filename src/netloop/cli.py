@@ -86,6 +86,9 @@ def _cmd_run(args) -> int:
             raise ConfigError("--transports", f"--resume runs the transports {out} was started with "
                                               f"({', '.join(cfg.transport)})")
         shard = resumed_shard(out, parse_shard(args.shard))
+    elif args.rerun_invalid:
+        raise ConfigError("--rerun-invalid", "runs again the invalid cells of a campaign: give it "
+                                             "with --resume CAMPAIGN")
     elif args.experiment:
         cfg = load_experiment(args.experiment, args.machines)   # refused here, before anything starts
         if args.quick:
@@ -123,7 +126,8 @@ def _cmd_run(args) -> int:
                 from .machines import clean_stale_machines  # noqa: PLC0415
                 clean_stale_machines(cfg.machines)
             runner.check_machines(cfg, skip=args.skip_check)
-        runner.run_experiment(cfg, out, resume=bool(args.resume), shard=shard)
+        runner.run_experiment(cfg, out, resume=bool(args.resume), shard=shard,
+                              rerun_invalid=bool(args.resume and args.rerun_invalid))
     except RealHostsError as err:
         print(f"netloop: {err}", file=sys.stderr)
         return 2
@@ -135,6 +139,9 @@ def _cmd_run(args) -> int:
     from .analysis.report import write_report_document  # matplotlib: only once there is something to plot
     doc = write_report_document(out)
     print(f"netloop: {runner.campaign_summary(out)}")
+    hint = runner.rerun_hint(out)
+    if hint:
+        print(f"netloop: {hint}")
     print_summary(doc.summary())
     print(f"netloop: report written to {doc.written[1]}")
     return 0
@@ -211,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the runs and the expected duration, run nothing")
     p.add_argument("--resume", metavar="CAMPAIGN",
                    help="run only the cells a campaign (or a shard's campaign) is missing")
+    p.add_argument("--rerun-invalid", action="store_true",
+                   help="with --resume: also run again the cells whose link fell behind real time "
+                        "in every attempt (a starved host), each earlier attempt kept in invalid/")
     opt.add_transports(p)
     opt.add_shard(p)
     p.add_argument("--quick", action="store_true",

@@ -63,12 +63,18 @@ def campaign_dir_for(exp: Experiment, results: Path | None = None, shard: Shard 
     return Path(results or paths.RESULTS) / f"{exp.name}{tag}-{stamp}"
 
 
-def _done(run_dir: Path) -> bool:
-    """A cell is done when its run finished with a verdict (complete, or invalid link timing)."""
+def _status(run_dir: Path) -> str | None:
+    """The status in a run directory's metadata (None: no run there, or none readable)."""
     try:
-        return load_metadata(run_dir).status in ("complete", "invalid")
+        return load_metadata(run_dir).status
     except (OSError, RunFileError):
-        return False
+        return None
+
+
+def _done(run_dir: Path, rerun_invalid: bool = False) -> bool:
+    """A cell is done when its run finished with a verdict: complete, or invalid link timing
+    (unless ``rerun_invalid``: then only complete)."""
+    return _status(run_dir) in (("complete",) if rerun_invalid else ("complete", "invalid"))
 
 
 def _progress_line(i: int, n: int, cell, exp: Experiment, left_s: float) -> str:
@@ -80,15 +86,17 @@ def _progress_line(i: int, n: int, cell, exp: Experiment, left_s: float) -> str:
 
 
 def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = print, resume: bool = False,
-                   shard: Shard | None = None) -> Path:
+                   shard: Shard | None = None, rerun_invalid: bool = False) -> Path:
     """Run every cell of a validated experiment (or of its ``shard``: :mod:`netloop.shards`) into
     ``out_dir``; returns ``out_dir``.
 
     With ``resume``, cells already done are kept and only the others run; a cell left
     unfinished (failed, interrupted, killed) is moved to ``aborted/`` first, so ``runs/``
     ends with every cell exactly once. A run judged invalid (its link fell behind real
-    time) runs again up to ``rerun_invalid`` times; each invalid attempt is moved to
-    ``invalid/``, kept and counted but out of the tables. One failing cell does not stop
+    time) runs again up to the experiment's ``rerun_invalid`` times; each invalid attempt is
+    moved to ``invalid/``, kept and counted but out of the tables. With ``resume`` and
+    ``rerun_invalid``, a cell invalid in every attempt of an earlier pass is not done: it runs
+    again (its invalid run counted as one more attempt), for a campaign whose host was starved. One failing cell does not stop
     the others (unless ``keep_going`` is false); its failure and logs stay in its run directory."""
     import yaml  # noqa: PLC0415
 
@@ -104,9 +112,13 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
             yaml.safe_dump(to_dict(exp), f, sort_keys=False)
     cells, split = experiment_shard(exp, shard)
     about = dict(shard.to_json(), split=split.level, paired=split.paired) if shard else None
-    todo = [c for c in cells if not _done(out_dir / "runs" / c.run_id)]
+    if rerun_invalid and not resume:
+        raise ValueError("rerun_invalid is for resuming a campaign")
+    todo = [c for c in cells if not _done(out_dir / "runs" / c.run_id, rerun_invalid)]
     if resume:
-        log(f"resuming: {len(cells) - len(todo)} of {len(cells)} cells done, {len(todo)} to run")
+        invalid = sum(_status(out_dir / "runs" / c.run_id) == "invalid" for c in todo)
+        log(f"resuming: {len(cells) - len(todo)} of {len(cells)} cells done, {len(todo)} to run"
+            + (f" ({invalid} of them invalid in every earlier attempt)" if invalid else ""))
         if exp.machines:   # what a killed or cut-off earlier attempt left on the machines comes home first
             from .records_home import fetch_left_behind  # noqa: PLC0415
             fetch_left_behind(out_dir, exp.machines, log)
@@ -116,7 +128,9 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
         per_run = elapsed / (i - 1) if i > 1 else estimate
         log(_progress_line(i, len(todo), cell, exp, per_run * (len(todo) - i + 1)))
         run_dir = out_dir / "runs" / cell.run_id
-        if run_dir.exists():  # an unfinished earlier attempt: keep it, out of the tables
+        if _status(run_dir) == "invalid":   # --rerun-invalid: one more invalid attempt, counted
+            set_aside(run_dir, out_dir / "invalid")
+        elif run_dir.exists():  # an unfinished earlier attempt: keep it, out of the tables
             set_aside(run_dir, out_dir / "aborted")
         for attempt in range(1 + exp.rerun_invalid):
             if attempt:   # the last verdict was invalid: keep that attempt, out of the tables
@@ -168,6 +182,16 @@ def campaign_summary(out_dir: Path) -> str:
     reruns = sum(row.invalid_attempts or 0 for row in rows)
     return (f"{len(rows)} runs: " + ", ".join(f"{n} {status}" for status, n in sorted(by_status.items()))
             + f"; attempts judged invalid (link behind real time) and run again: {reruns}")
+
+
+def rerun_hint(out_dir: Path) -> str | None:
+    """For a campaign with cells invalid in every attempt: the command that runs them again."""
+    invalid = [row.run_id for row in load_campaign(out_dir).cells if row.status == "invalid"]
+    if not invalid:
+        return None
+    return (f"{len(invalid)} cell(s) invalid in every attempt ({', '.join(invalid)}): the host kept "
+            f"ns-3 from real time; run them again when it is quieter: netloop run --resume {out_dir} "
+            f"--rerun-invalid")
 
 
 def load_campaign_config(out_dir: Path) -> Experiment:
