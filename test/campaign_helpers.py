@@ -26,6 +26,23 @@ def campaign_runs(tmp_path: Path, doc: dict, name: str) -> dict[str, Path]:
     return {d.name: d for d in sorted((out / "runs").iterdir())}
 
 
+def only_run(tmp_path: Path, doc: dict, name: str, timing: bool = True) -> tuple[Path, dict]:
+    """The run directory and metadata of a one-cell campaign, under the tests' lag policy
+    (:mod:`link_health`): a test that asserts timing (``timing``) gets a run whose link kept up
+    (run again once if it lagged; xfail if it lagged twice); one that asserts counts accepts a
+    run whose only problem is a lagging link."""
+    from link_health import assert_finished, run_with_healthy_link   # noqa: PLC0415
+    if timing:
+        runs = run_with_healthy_link(lambda where: campaign_runs(where, doc, name), tmp_path)
+    else:
+        runs = campaign_runs(tmp_path, doc, name)
+    assert len(runs) == 1, runs
+    run_dir = next(iter(runs.values()))
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert_finished(meta)
+    return run_dir, meta
+
+
 def recorded_flows(run_dir: Path) -> list[Flow]:
     """The flows a run started, typed, as its metadata.json records them (sweep values
     applied, replicas expanded)."""

@@ -12,7 +12,7 @@ import os
 import subprocess
 
 import pytest
-from campaign_helpers import campaign_runs
+from campaign_helpers import campaign_runs, only_run
 
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.analysis.records import read_events
@@ -74,15 +74,6 @@ def received(path):
     ev = read_events(path)
     keep = ev.kind == "rx"
     return list(zip(ev.seq[keep].tolist(), ev.stamp_ns[keep].tolist(), ev.recv_ns[keep].tolist()))
-
-
-def only_run(tmp_path, doc, name):
-    runs = campaign_runs(tmp_path, doc, name)
-    assert len(runs) == 1, runs
-    run_dir = next(iter(runs.values()))
-    meta = json.loads((run_dir / "metadata.json").read_text())
-    assert meta["status"] == "complete", meta.get("error")
-    return run_dir, meta
 
 
 def check_real_ros2(run_dir, meta, samples, nodes=("plant", "controller"), overshoot_pp=2.0):

@@ -11,7 +11,7 @@ import json
 import os
 
 import pytest
-from campaign_helpers import campaign_runs
+from campaign_helpers import campaign_runs, only_run
 
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.analysis.records import read_events
@@ -45,15 +45,6 @@ def received(path):
 
 def meta_of(run_dir):
     return json.loads((run_dir / "metadata.json").read_text())
-
-
-def only_run(tmp_path, doc, name):
-    runs = campaign_runs(tmp_path, doc, name)
-    assert len(runs) == 1, runs
-    run_dir = next(iter(runs.values()))
-    meta = meta_of(run_dir)
-    assert meta["status"] == "complete", meta.get("error")
-    return run_dir, meta
 
 
 def check_loop(run_dir, meta, samples, overshoot_pp=2.0):
@@ -148,7 +139,7 @@ def test_wifi6_1mb_reliable_messages_cross_complete(tmp_path, mw):
     run_dir, meta = only_run(tmp_path, {"link": "wifi6", "transport": mw, "connect_timeout": 20,
                                         "loop": {"type": "none"},
                                         "flows": [{"name": "big", "size_bytes": size, "period": period, "count": 3,
-                                                   "start_delay": 0.5}]}, f"big_{mw}")
+                                                   "start_delay": 0.5}]}, f"big_{mw}", timing=False)
     check_ros2_record(meta, mw, ["flow_big_sink", "flow_big_source"])
     rows = received(run_dir / "records" / "flow_big_rx.csv")
     assert [r[0] for r in rows] == [0, 1, 2] and all(r[3] == size for r in rows)

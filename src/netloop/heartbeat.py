@@ -135,6 +135,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if len(token) != TOKEN_BYTES:
         parser.error(f"--token-file {args.token_file}: not a token of {TOKEN_BYTES} characters")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # SIGINT is how its wrapper stops it: a SIGINT ignored by whatever started this process (a
+    # shell's background job, nohup) is inherited across exec, and Python then raises no
+    # KeyboardInterrupt: the listener would stay until its idle bound
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         listen(args.bind, args.file, token, args.allow, args.idle)
     except KeyboardInterrupt:   # SIGINT from its wrapper: the run is over
