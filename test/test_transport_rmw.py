@@ -12,7 +12,7 @@ import os
 import subprocess
 
 import pytest
-from campaign_helpers import campaign_runs, only_run
+from campaign_helpers import only_run
 
 from netloop.analysis.loop_run import analyse_loop_run, load_loop_run
 from netloop.analysis.records import read_events
