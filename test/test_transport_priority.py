@@ -142,8 +142,8 @@ def _swap_priorities_mid_run(out_parent) -> dict:
                            ("after", [d for t, d in delays if t > t_switch + 1.0e9])):
             result[f"{name}_{when}"] = float(np.median(part)) if part else float("nan")
             result[f"n_{name}_{when}"] = len(part)
-    result["cpu_steal_s"] = meta_of(run_dir).get("cpu_steal_s")
-    return result
     robot = relay_stats(run_dir, "robot")
     assert robot["topics"]["/flows/b"]["priority"] == 200 and robot["topics"]["/flows/a"]["priority"] == 100
     assert robot["topics"]["/flows/a"]["dropped"] > 0 and robot["topics"]["/flows/b"]["dropped"] > 0
+    result["cpu_steal_s"] = meta_of(run_dir).get("cpu_steal_s")
+    return result
