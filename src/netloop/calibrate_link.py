@@ -45,6 +45,9 @@ PUBLISHED_LASER, PUBLISHED_IMAGE = pound.PUBLISHED_LASER, pound.PUBLISHED_IMAGE
 FIG19_SHAPE, fig19_verdict, source_jitter_floor = pound.FIG19_SHAPE, pound.fig19_verdict, pound.source_jitter_floor
 EXPERIMENT = pound.STUDY.part("tables").experiment      # in experiments/
 FIG19_EXPERIMENT = pound.STUDY.part("fig19").experiment
+#: each part's experiment file, and the option that judges a campaign of it already run
+PART_EXPERIMENTS = {"tables": EXPERIMENT, "fig19": FIG19_EXPERIMENT}
+JUDGE_OPTION = {"tables": "--campaign", "fig19": "--fig19-campaign"}
 #: the study's verdict -> this table's word
 WORD = {MATCH: "ok", MISS: "off", NOT_MEASURED: "missing"}
 
@@ -80,16 +83,16 @@ def read_bandwidth(results: Path) -> tuple[dict, dict]:
 _size, _published_shape = pound._size, pound.published_shape
 
 
-def _runs_line(counts: dict, results: Path, option: str) -> str:
-    """How many runs a campaign had, which were left out because ns-3 lagged, and how to run
-    those again (``option`` judges the campaign afterwards: --campaign or --fig19-campaign)."""
+def _runs_line(counts: dict, results: Path, part: str) -> str:
+    """How many runs a campaign of ``part`` had, which were left out because ns-3 lagged, and
+    how to run those again."""
     line = (f"runs: {counts['runs']}, left out for ns-3 lag: {counts['invalid']}"
             + (f" ({', '.join(counts['invalid_runs'])})" if counts["invalid_runs"] else "")
             + f"; attempts judged invalid and run again: {counts['invalid_attempts']}"
             + (f" ({', '.join(counts['rerun_runs'])})" if counts["rerun_runs"] else ""))
     if counts["invalid"]:
         line += (f"\nrun the left-out cells again when the host is quieter: netloop run --resume "
-                 f"{results} --rerun-invalid; then judge the campaign with {option} {results}")
+                 f"{results} --rerun-invalid; then judge the campaign with {JUDGE_OPTION[part]} {results}")
     return line
 
 
@@ -97,7 +100,7 @@ def format_fig19(curves: dict, counts: dict, profile: str, results: Path) -> str
     sizes = sorted({s for c in curves.values() for s in c})
     lines = [f"Fig. 19 on '{profile}': delivered Mbit/s of one saturated sender against the message size "
              f"({results})",
-             _runs_line(counts, results, "--fig19-campaign"), "",
+             _runs_line(counts, results, "fig19"), "",
              "| transport | the paper's curve | " + " | ".join(_size(s) for s in sizes) + " | verdict |",
              "|---|---|" + "---|" * len(sizes) + "---|"]
     ok = judged = 0
@@ -150,7 +153,7 @@ def fidelity(ours: dict) -> dict:
 def format_table(result: dict, counts: dict, profile: str, results: Path) -> str:
     lines = [f"Fidelity of '{profile}' against the Pound paper, Tables I (laser) and II (image), "
              f"2 nodes ({results})",
-             _runs_line(counts, results, "--campaign"), "", "| flow | method (transport) | D: published → netloop (ratio) | "
+             _runs_line(counts, results, "tables"), "", "| flow | method (transport) | D: published → netloop (ratio) | "
              "std(J_d): published → netloop (ratio) | MDR %: published → netloop | verdict | "
              "std(D): published → netloop (not a target) |",
              "|---|---|---|---|---|---|---|"]
@@ -220,7 +223,7 @@ def run_campaign(experiment: str, profile: str, transports: list[str] | None,
     try:
         runner.run_experiment(exp, out)
     except runner.Interrupted as sig:
-        sig.campaign = out   # main() says where what was recorded is and how to go on
+        sig.campaign, sig.experiment = out, experiment   # main() says where the runs are, how to go on
         raise
     write_report(out)
     return out
@@ -262,27 +265,18 @@ def summarize(campaigns: dict[str, Path], profile: str) -> tuple[dict, str]:
 def run_campaigns(profile: str, parts: list[str], transports: list[str] | None,
                   results_parent: Path | None, link_params: dict | None = None) -> dict[str, Path]:
     """Run the calibration campaigns of ``parts`` ("tables", "fig19") on ``profile``."""
-    from .runner import Interrupted
-    experiments = {"tables": EXPERIMENT, "fig19": FIG19_EXPERIMENT}
-    campaigns = {}
-    for part in parts:
-        try:
-            campaigns[part] = run_campaign(experiments[part], profile, transports, results_parent,
-                                           link_params)
-        except Interrupted as sig:
-            sig.part = part
-            raise
-    return campaigns
+    return {part: run_campaign(PART_EXPERIMENTS[part], profile, transports, results_parent, link_params)
+            for part in parts}
 
 
 def interrupted_message(sig, profile: str) -> str:
     """What a user whose calibration was interrupted needs: where its runs are, how to finish
-    that campaign, how to judge it."""
-    out, part = sig.campaign, sig.part
-    option = "--campaign" if part == "tables" else "--fig19-campaign"
+    that campaign, how to judge it (``sig`` as :func:`run_campaign` re-raises it)."""
+    out = sig.campaign
+    part = next(p for p, experiment in PART_EXPERIMENTS.items() if experiment == sig.experiment)
     return (f"netloop calibrate: interrupted ({sig}); what was recorded is kept in {out}; "
             f"continue with: netloop run --resume {out}, then judge it with: "
-            f"netloop calibrate {profile} --part {part} {option} {out}")
+            f"netloop calibrate {profile} --part {part} {JUDGE_OPTION[part]} {out}")
 
 
 def air_qos_line(profile: str, link_params: dict | None = None) -> str:
