@@ -3,7 +3,6 @@ interrupted calibration leaves and says (one run on loopback)."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 
@@ -191,11 +190,10 @@ def test_calibrate_says_what_802_11e_qos_changes_on_the_air():
 @pytest.mark.integration
 @pytest.mark.timeout(120)
 def test_an_interrupted_calibration_says_where_its_runs_are_and_how_to_finish_and_judge_them(tmp_path):
-    from test_runner import processes_mentioning   # noqa: PLC0415
-    env = dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
+    from test_runner import cli_env, processes_mentioning   # noqa: PLC0415
     proc = subprocess.Popen([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "calibrate", "loopback",
                              "--part", "tables", "--transports", "tcp_nodelay", "--out", str(tmp_path)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         def recording() -> bool:
             return any(p.stat().st_size > 2000 for p in tmp_path.glob("calibrate_*/runs/*/records/flow_laser_rx.csv"))

@@ -31,6 +31,14 @@ EXPECTED = {"tcp": {"y": "TCPROS", "u": "TCPROS"}, "tcp_nodelay": {"y": "TCPROS+
             "udp": {"y": "UDPROS", "u": "UDPROS"}}
 
 
+def cli_env() -> dict:
+    """The environment a test runs ``python -m netloop`` in: this checkout's sources."""
+    return dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
+
+
+NETLOOP_RUN = [str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run"]
+
+
 def processes_mentioning(text: str) -> list[int]:
     """PIDs whose environment mentions ``text`` (every process of a run has its log dir there)."""
     found = []
@@ -132,9 +140,8 @@ def start_cli_run(tmp_path: Path, samples: int) -> tuple[subprocess.Popen, Path]
     exp = tmp_path / "long.yaml"
     exp.write_text(yaml.safe_dump({"name": "long", "transport": "tcp_nodelay", "loop": {"samples": samples}}))
     results = tmp_path / "results"
-    env = dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
-    proc = subprocess.Popen([str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run", str(exp),
-                             "--out", str(results)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(NETLOOP_RUN + [str(exp), "--out", str(results)], env=cli_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     run_dir_box = []
 
     def recording():
@@ -231,13 +238,6 @@ def run_with_a_stalled_emulator(tmp_path: Path, rerun_invalid: int) -> tuple[str
     return out, next(results.glob("rerun-*"))
 
 
-def cli_env() -> dict:
-    return dict(os.environ, PYTHONPATH=str(paths.REPO / "src"))
-
-
-NETLOOP_RUN = [str(paths.REPO / ".venv/bin/python"), "-m", "netloop", "run"]
-
-
 @pytest.mark.timeout(240)
 def test_a_run_judged_invalid_is_kept_and_run_again(tmp_path):
     """The link emulator (ns-3) is stopped for 300 ms in the middle of the first attempt: that
@@ -281,8 +281,8 @@ def test_a_cell_invalid_in_every_attempt_runs_again_with_rerun_invalid(tmp_path)
     out, camp = run_with_a_stalled_emulator(tmp_path, rerun_invalid=0)
     first = json.loads((camp / "runs" / "tcp_nodelay-r0" / "metadata.json").read_text())
     assert first["status"] == "invalid", first.get("error")
-    assert (f"1 cell(s) invalid in every attempt (tcp_nodelay-r0): the host kept ns-3 from real "
-            f"time; run them again when it is quieter: netloop run --resume {camp} --rerun-invalid") in out, out
+    assert (f"1 cell(s) invalid in every attempt (tcp_nodelay-r0): the host kept the link emulator "
+            f"from real time; run them again when it is quieter: netloop run --resume {camp} --rerun-invalid") in out, out
 
     refused = subprocess.run(NETLOOP_RUN + ["--rerun-invalid", str(tmp_path / "rerun.yaml")], env=cli_env(),
                              capture_output=True, text=True, timeout=60)

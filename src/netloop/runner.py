@@ -96,8 +96,9 @@ def run_experiment(exp: Experiment, out_dir: Path, log: Callable[[str], None] = 
     time) runs again up to the experiment's ``rerun_invalid`` times; each invalid attempt is
     moved to ``invalid/``, kept and counted but out of the tables. With ``resume`` and
     ``rerun_invalid``, a cell invalid in every attempt of an earlier pass is not done: it runs
-    again (its invalid run counted as one more attempt), for a campaign whose host was starved. One failing cell does not stop
-    the others (unless ``keep_going`` is false); its failure and logs stay in its run directory."""
+    again (its invalid run counted as one more attempt), for a campaign whose host was starved.
+    One failing cell does not stop the others (unless ``keep_going`` is false); its failure and
+    logs stay in its run directory."""
     import yaml  # noqa: PLC0415
 
     if any(h.get("cpu") is not None for h in exp.hosts.values()) or any(
@@ -190,7 +191,7 @@ def rerun_hint(out_dir: Path) -> str | None:
     if not invalid:
         return None
     return (f"{len(invalid)} cell(s) invalid in every attempt ({', '.join(invalid)}): the host kept "
-            f"ns-3 from real time; run them again when it is quieter: netloop run --resume {out_dir} "
+            f"the link emulator from real time; run them again when it is quieter: netloop run --resume {out_dir} "
             f"--rerun-invalid")
 
 
