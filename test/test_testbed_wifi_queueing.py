@@ -18,11 +18,13 @@ import subprocess
 import numpy as np
 import pytest
 
+from netloop.rundir import cpu_steal_seconds
 from netloop.schema import ConfigError
 from netloop.testbed import Testbed, load_profile
 from netloop.testbed import link_bench as bench, holprobe, profiles
 import test_testbed
 from test_testbed import ALONE_S, PROBE_S, _assert_gone, delivered_in_full
+from link_health import STARVED_STEAL_S
 
 nothing_left_behind = test_testbed.nothing_left_behind
 
@@ -33,8 +35,9 @@ pytestmark = [
 
 #: air time of one 1500-byte data frame at 6 Mbit/s with its ACK, DIFS and mean backoff
 AIR_MS = 2.23
-#: seconds of a probe beside the random background pair: longer than PROBE_S to average it
-BACKGROUND_S = 5.0
+#: seconds of a probe beside the random background pair: longer than PROBE_S to average it (67
+#: images: a run's median image delay then moves ~1 ms with the pair's random frames, not ~1.4)
+BACKGROUND_S = 10.0
 
 
 def _case(tb, transport: str, bulk: bool, seconds: float = PROBE_S) -> dict:
@@ -197,7 +200,15 @@ def test_flow_control_keeps_the_backlog_in_the_kernel_beside_other_stations(tmp_
     holds two frames whatever the other pair does, fewer frames wait there and the small
     message arrives sooner, the bulk flow as fast as before. Each figure is the mean of the
     measurements' medians; the background is random, so when any figure is off after the first
-    pair of runs both kinds are measured once more before it is judged."""
+    pair of runs both kinds are measured once more before it is judged.
+
+    The bulk figure also depends on the sending host's own latency: under flow control the
+    device has one frame of slack (2.2 ms) for the host's next packet to reach it (TCP Small
+    Queues let it out only when the previous one has left, through ksoftirqd), where the fixed
+    rate keeps several frames in ns-3's queue. ns-3's own hop is counted and small (the robot's
+    device sat empty waiting for a released frame ~6 ms in a 5 s run). So, as for a real link
+    (link_health), a bulk figure that misses when the hypervisor took more than STARVED_STEAL_S
+    of CPU time per run is an expected failure with the numbers, not a verdict."""
     shared = load_profile("wifi6_shared")
     as_if_idle = 0.9 * 6 / (6 - profiles.background_air_mbit(shared))   # the htb rate of the idle air
 
@@ -210,6 +221,7 @@ def test_flow_control_keeps_the_backlog_in_the_kernel_beside_other_stations(tmp_
                 rates[name] = ((link["kernel_shaper"] or {}).get("rate_kbit"),
                                (link["nic_flow_control"] or {}).get("ring_frames"))
                 cases[name] = _case(tb, "tcp_nodelay", bulk=True, seconds=BACKGROUND_S)
+                cases[name]["nic"] = tb.metadata()["link"]["final_stats"]["nodes"][0].get("nic")
             _assert_gone(tb)
         assert rates == {"as_if_idle": (5400, None), "flow_control": (None, 2)}, rates
         for c in cases.values():   # both flows delivered in full
@@ -230,13 +242,22 @@ def test_flow_control_keeps_the_backlog_in_the_kernel_beside_other_stations(tmp_
         return (f["ahead"][1] < 3.5 and f["ahead"][0] > 1.5 * f["ahead"][1]
                 and f["small"][1] < f["small"][0] - AIR_MS and f["bulk"][1] < f["bulk"][0] + 2 * AIR_MS)
 
+    steal_before = cpu_steal_seconds()
     pairs = [measure(1)]
     if not judged(figures(pairs)):   # random background on a busy host: measure both once more
         pairs.append(measure(2))
     f = figures(pairs)
-    assert f["ahead"][1] < 3.5 and f["ahead"][0] > 1.5 * f["ahead"][1], (f, len(pairs))
-    assert f["small"][1] < f["small"][0] - AIR_MS, (f, len(pairs))
-    assert f["bulk"][1] < f["bulk"][0] + 2 * AIR_MS, (f, len(pairs))
+    stolen = cpu_steal_seconds() - steal_before if steal_before is not None else 0.0
+    hop = [p[1]["nic"] for p in pairs]   # the robot's emulated NIC under flow control
+    why = (f, len(pairs), f"steal {stolen:.2f} s", hop)
+    assert hop[0] and hop[0]["released"] > 0 and hop[0]["transit_mean_ms"] < AIR_MS, why
+    assert f["ahead"][1] < 3.5 and f["ahead"][0] > 1.5 * f["ahead"][1], why
+    assert f["small"][1] < f["small"][0] - AIR_MS, why
+    if f["bulk"][1] >= f["bulk"][0] + 2 * AIR_MS and stolen > STARVED_STEAL_S * 2 * len(pairs):
+        pytest.xfail(f"the bulk image under flow control {f['bulk'][1]:.1f} ms against "
+                     f"{f['bulk'][0]:.1f} ms, while the hypervisor took {stolen:.2f} s of CPU time "
+                     f"from {2 * len(pairs)} runs (more than {STARVED_STEAL_S:g} s each)")
+    assert f["bulk"][1] < f["bulk"][0] + 2 * AIR_MS, why
 
 
 @pytest.mark.timeout(60)

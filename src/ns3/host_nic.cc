@@ -252,10 +252,13 @@ HostNics::Pump(size_t k)
 {
     Nic& nic = *m_nics[k];
     const double now = Simulator::Now().GetSeconds();
-    for (uint32_t id : nic.queue.Release(now, DeviceFrames(nic)))
+    const uint32_t deviceFrames = DeviceFrames(nic);
+    nic.queue.Observe(now, deviceFrames);
+    for (uint32_t id : nic.queue.Release(now, deviceFrames))
     {
         Send(nic.fd, nfq::AcceptMessage(kQueue, id));
     }
+    nic.queue.Observe(now, deviceFrames);
     if (nic.queue.Backlog() && nic.queue.NextFree() > now && !nic.wake.IsRunning())
     {
         const auto wait = static_cast<int64_t>(std::ceil((nic.queue.NextFree() - now) * 1e9));
@@ -269,7 +272,9 @@ HostNics::FromHost(size_t k, Ptr<const Packet> packet)
     LlcSnapHeader llc;
     if (packet->PeekHeader(llc) && llc.GetType() == kIpv4)
     {
-        m_nics[k]->queue.ReachedDevice();
+        m_nics[k]->queue.ReachedDevice(Simulator::Now().GetSeconds());
+        // MacTx comes before the device queues the frame: count it once it has
+        Simulator::ScheduleNow(&HostNics::Pump, this, k);
     }
 }
 

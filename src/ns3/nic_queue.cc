@@ -57,11 +57,30 @@ NicQueue::Release(double now, uint32_t deviceFrames)
 }
 
 void
-NicQueue::ReachedDevice()
+NicQueue::ReachedDevice(double now)
 {
     if (!m_transit.empty())
     {
+        const double took = now - m_transit.front();
+        m_counts.arrived++;
+        m_counts.transitSum += took;
+        m_counts.transitMax = std::max(m_counts.transitMax, took);
         m_transit.pop_front();
+    }
+}
+
+void
+NicQueue::Observe(double now, uint32_t deviceFrames)
+{
+    const bool starved = deviceFrames == 0 && !m_transit.empty();
+    if (m_starvedSince >= 0.0 && !starved)
+    {
+        m_counts.starvedS += now - m_starvedSince;
+        m_starvedSince = -1.0;
+    }
+    else if (m_starvedSince < 0.0 && starved)
+    {
+        m_starvedSince = now;
     }
 }
 
@@ -72,6 +91,7 @@ NicQueue::Flush()
     m_marked.clear();
     m_unmarked.clear();
     m_transit.clear();
+    m_starvedSince = -1.0;
 }
 
 void

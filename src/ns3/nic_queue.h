@@ -45,8 +45,13 @@ class NicQueue
         return m_nextFree;
     }
 
-    /// A frame from the host reached the device (the oldest still on its way).
-    void ReachedDevice();
+    /// A frame from the host reached the device at `now` [s] (the oldest still on its way).
+    void ReachedDevice(double now);
+
+    /// The device holds `deviceFrames` at `now` [s]: counts the time it held none while a frame
+    /// was on its way to it (Counts().starvedS), the air this station lost to the emulation's
+    /// hop from the host. Call at every change of either.
+    void Observe(double now, uint32_t deviceFrames);
 
     /// The frames a packet of `bytes` (its IP length) becomes on a 1500-byte MTU: the kernel
     /// fragments a datagram above it after the netfilter hook.
@@ -91,6 +96,7 @@ class NicQueue
     std::deque<Waiting> m_marked;
     std::deque<Waiting> m_unmarked;
     std::deque<double> m_transit; // release times of the frames on their way (one per fragment)
+    double m_starvedSince = -1.0; // since when the device has been empty with a frame on its way
     NicCounts m_counts;
 };
 

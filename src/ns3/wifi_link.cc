@@ -38,8 +38,10 @@
 // frames (MPDUs, retransmissions included) each node put on the air: in ap mode the AP's
 // count is the stations' relayed traffic; data_ppdu_tx counts the transmissions that carried
 // them (802.11n aggregates several MPDUs into one A-MPDU). With --nic-netns each tapped node
-// also has "nic":{"queued","released","flushed","backlog_mean","backlog_max"}: its host's queue
-// in front of the device (host_nic.h).
+// also has "nic":{"queued","released","flushed","backlog_mean","backlog_max","transit_mean_ms",
+// "transit_max_ms","starved_ms"}: its host's queue in front of the device (host_nic.h), the
+// emulation's hop from a release to the device, and the time the device sat empty while a
+// released frame was still on that hop (air a real driver would not have lost).
 // `--background-pairs` N (ad-hoc only) adds 2N stations without taps on the same channel,
 // placed beside the line: station 2k sends `--background-bytes` frames to station 2k+1 as a
 // Poisson stream of `--background-mbit` Mbit/s (unicast: ACKed and retried like any data

@@ -108,7 +108,10 @@ WriteNode(std::ostream& os, const NodeCounters& c)
         os << ",\"nic\":{\"queued\":" << c.nic.queued << ",\"released\":" << c.nic.released
            << ",\"flushed\":" << c.nic.flushed
            << ",\"backlog_mean\":" << Mean(double(c.nic.backlogSum), c.nic.samples)
-           << ",\"backlog_max\":" << c.nic.backlogMax << "}";
+           << ",\"backlog_max\":" << c.nic.backlogMax
+           << ",\"transit_mean_ms\":" << 1e3 * Mean(c.nic.transitSum, c.nic.arrived)
+           << ",\"transit_max_ms\":" << 1e3 * c.nic.transitMax
+           << ",\"starved_ms\":" << 1e3 * c.nic.starvedS << "}";
     }
     os << "}";
 }

@@ -21,6 +21,12 @@ struct NicCounts
     uint64_t samples = 0;  // interval: backlog samples (at each lag probe)
     uint64_t backlogSum = 0;
     uint32_t backlogMax = 0;
+    // total: the emulation's own hop from the host to the device (netfilter verdict, tap, the
+    // simulator's reader), which a real driver, refilling its ring in the kernel, does not have
+    uint64_t arrived = 0;    // released frames that reached the device
+    double transitSum = 0.0; // their release-to-device times [s]
+    double transitMax = 0.0;
+    double starvedS = 0.0;   // time the device held no frame while one was on its way to it [s]
 
     void EndInterval()
     {

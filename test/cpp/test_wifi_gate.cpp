@@ -111,13 +111,37 @@ TEST(NicQueue, ReleasesOnlyWhileTheDeviceHasRoom) {
   for (uint32_t id = 1; id <= 5; ++id) q.Queued(packet(id));
   EXPECT_EQ(q.Release(0.0, 0), (std::vector<uint32_t>{1, 2}));  // two on their way fill the ring
   EXPECT_TRUE(q.Release(0.001, 0).empty());
-  q.ReachedDevice();
-  q.ReachedDevice();
+  q.ReachedDevice(0.0005);
+  q.ReachedDevice(0.0015);
   EXPECT_TRUE(q.Release(0.002, 2).empty());                     // both now in the device
   EXPECT_EQ(q.Release(0.003, 1), (std::vector<uint32_t>{3}));   // one acknowledged
   EXPECT_EQ(q.Backlog(), 2u);
   EXPECT_EQ(q.Counts().queued, 5u);
   EXPECT_EQ(q.Counts().released, 3u);
+  EXPECT_EQ(q.Counts().arrived, 2u);
+  EXPECT_DOUBLE_EQ(q.Counts().transitSum, 0.002);
+  EXPECT_DOUBLE_EQ(q.Counts().transitMax, 0.0015);
+}
+
+TEST(NicQueue, AnEmptyDeviceWaitingForAFrameOnItsWayCountsAsStarved) {
+  NicQueue q(2, 0.05, {});
+  q.Queued(packet(1));
+  q.Observe(0.0, 0);                  // empty, nothing on its way: the host had nothing
+  q.Release(0.001, 0);
+  q.Observe(0.001, 0);                // released: the device waits for it from here
+  q.ReachedDevice(0.0014);
+  q.Observe(0.0014, 1);
+  EXPECT_NEAR(q.Counts().starvedS, 0.0004, 1e-12);
+  q.Queued(packet(2));
+  q.Release(0.002, 1);
+  q.Observe(0.002, 1);                // one frame still in the device: not starved
+  q.Observe(0.003, 0);                // it left before the next arrived
+  q.ReachedDevice(0.0035);
+  q.Observe(0.0035, 1);
+  EXPECT_NEAR(q.Counts().starvedS, 0.0009, 1e-12);
+  q.Observe(0.004, 0);                // empty and nothing on its way: idle, not starved
+  q.Observe(0.010, 0);
+  EXPECT_NEAR(q.Counts().starvedS, 0.0009, 1e-12);
 }
 
 TEST(NicQueue, MarkedPacketsGoFirstEachClassInOrder) {
@@ -171,8 +195,14 @@ TEST(NicQueue, ItsCountsAppearAsTheNodesNic) {
   s.nodes[0].nic.samples = 2;
   s.nodes[0].nic.backlogSum = 3;
   s.nodes[0].nic.backlogMax = 2;
+  s.nodes[0].nic.arrived = 2;
+  s.nodes[0].nic.transitSum = 0.001;
+  s.nodes[0].nic.transitMax = 0.0007;
+  s.nodes[0].nic.starvedS = 0.25;
   EXPECT_NE(FormatStatsLine("stats", s).find("\"nic\":{\"queued\":3,\"released\":2,\"flushed\":0,"
-                                             "\"backlog_mean\":1.500000,\"backlog_max\":2}"),
+                                             "\"backlog_mean\":1.500000,\"backlog_max\":2,"
+                                             "\"transit_mean_ms\":0.500000,\"transit_max_ms\":0.700000,"
+                                             "\"starved_ms\":250.000000}"),
             std::string::npos);
 }
 
