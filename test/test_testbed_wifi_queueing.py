@@ -195,9 +195,12 @@ def test_flow_control_keeps_the_backlog_in_the_kernel_beside_other_stations(tmp_
     its one-sender capacity, no flow control) sends more than is left: the excess piles up in
     ns-3's device queue, in front of the small message. Under the NIC's flow control the device
     holds two frames whatever the other pair does, fewer frames wait there and the small
-    message arrives sooner, the bulk flow as fast as before. Each figure is the mean of the
-    measurements' medians; the background is random, so when any figure is off after the first
-    pair of runs both kinds are measured once more before it is judged."""
+    message arrives sooner, the bulk flow about as fast as before (its 64 KB image keeps the air
+    ~80 % busy, so its ~140 ms median moves by several ms with the other pair's random frames and
+    the host's load: a tenth is allowed, where the small message must gain a whole air time).
+    Each figure is the mean of the measurements' medians; the background is random, so when any
+    figure is off after the first pair of runs both kinds are measured once more before it is
+    judged."""
     shared = load_profile("wifi6_shared")
     as_if_idle = 0.9 * 6 / (6 - profiles.background_air_mbit(shared))   # the htb rate of the idle air
 
@@ -228,7 +231,7 @@ def test_flow_control_keeps_the_backlog_in_the_kernel_beside_other_stations(tmp_
 
     def judged(f: dict) -> bool:
         return (f["ahead"][1] < 3.5 and f["ahead"][0] > 1.5 * f["ahead"][1]
-                and f["small"][1] < f["small"][0] - AIR_MS and f["bulk"][1] < f["bulk"][0] + 2 * AIR_MS)
+                and f["small"][1] < f["small"][0] - AIR_MS and f["bulk"][1] < 1.1 * f["bulk"][0])
 
     pairs = [measure(1)]
     if not judged(figures(pairs)):   # random background on a busy host: measure both once more
@@ -236,7 +239,7 @@ def test_flow_control_keeps_the_backlog_in_the_kernel_beside_other_stations(tmp_
     f = figures(pairs)
     assert f["ahead"][1] < 3.5 and f["ahead"][0] > 1.5 * f["ahead"][1], (f, len(pairs))
     assert f["small"][1] < f["small"][0] - AIR_MS, (f, len(pairs))
-    assert f["bulk"][1] < f["bulk"][0] + 2 * AIR_MS, (f, len(pairs))
+    assert f["bulk"][1] < 1.1 * f["bulk"][0], (f, len(pairs))
 
 
 @pytest.mark.timeout(60)
