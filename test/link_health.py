@@ -53,15 +53,24 @@ def best_of(measure: Callable[[], T], good: Callable[[T], bool], tries: int = 3)
 STARVED_STEAL_S = 1.0
 
 
+def starved_by_hypervisor(steal_s: float | None, runs: int = 1, where: str = "") -> str | None:
+    """Why ``runs`` runs' timing is not trusted when the hypervisor took more than
+    :data:`STARVED_STEAL_S` of CPU time per run from them (``steal_s``, /proc/stat steal);
+    None otherwise or where the kernel does not report steal."""
+    steal = steal_s or 0.0
+    if steal <= STARVED_STEAL_S * runs:
+        return None
+    per_run = f"{STARVED_STEAL_S:g} s" + (f" per run, {runs} runs" if runs > 1 else "")
+    return f"the hypervisor took {steal:.2f} s of CPU time{where} (more than {per_run})"
+
+
 def link_lag(meta: dict) -> str | None:
     """How the run's emulated link lagged behind real time, with its numbers; None when the
     link kept up (or has no emulator), or when it is invalid for another reason (e.g. the
     emulator died: that is a failure, not lag). A run on a real link lags when the hypervisor
     starved it (:data:`STARVED_STEAL_S`)."""
     if (meta.get("link") or {}).get("type") == "real":
-        steal = meta.get("cpu_steal_s") or 0.0
-        return (f"the hypervisor took {steal:.2f} s of CPU time on a real link (more than "
-                f"{STARVED_STEAL_S:g} s)" if steal > STARVED_STEAL_S else None)
+        return starved_by_hypervisor(meta.get("cpu_steal_s"), where=" on a real link")
     health = meta.get("link_health") or {}
     if health.get("valid", True):
         return None

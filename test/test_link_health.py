@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from link_health import assert_finished, link_lag, run_with_healthy_link
+from link_health import assert_finished, link_lag, run_with_healthy_link, starved_by_hypervisor
 
 HEALTHY = {"valid": True, "reason": "ok", "lag_bound_ms": 5, "max_lag_ms": 1.2, "mean_lag_ms": 0.3,
            "late_fraction": 0.0, "late_fraction_allowed": 0.001, "samples": 4000, "late_samples": 0}
@@ -48,6 +48,12 @@ def test_a_run_on_a_real_link_lags_when_the_hypervisor_starved_it():
     assert link_lag(dict(real, cpu_steal_s=None)) is None                 # no /proc/stat steal here
     assert "4.88 s of CPU time on a real link" in link_lag(dict(real, cpu_steal_s=4.88))
     assert link_lag({"status": "complete", "link": {"type": "wifi6"}, "cpu_steal_s": 4.88}) is None
+
+
+def test_steal_is_allowed_per_run():
+    """Measurements over several runs (e.g. a testbed's pairs of runs) get the allowance of each."""
+    assert starved_by_hypervisor(3.5, runs=4) is None
+    assert "4.50 s of CPU time (more than 1 s per run, 4 runs)" in starved_by_hypervisor(4.5, runs=4)
 
 
 def test_a_healthy_run_runs_once(tmp_path):

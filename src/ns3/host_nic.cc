@@ -253,12 +253,11 @@ HostNics::Pump(size_t k)
     Nic& nic = *m_nics[k];
     const double now = Simulator::Now().GetSeconds();
     const uint32_t deviceFrames = DeviceFrames(nic);
-    nic.queue.Observe(now, deviceFrames);
     for (uint32_t id : nic.queue.Release(now, deviceFrames))
     {
         Send(nic.fd, nfq::AcceptMessage(kQueue, id));
     }
-    nic.queue.Observe(now, deviceFrames);
+    nic.queue.Observe(now, deviceFrames); // every change of either comes through here
     if (nic.queue.Backlog() && nic.queue.NextFree() > now && !nic.wake.IsRunning())
     {
         const auto wait = static_cast<int64_t>(std::ceil((nic.queue.NextFree() - now) * 1e9));
